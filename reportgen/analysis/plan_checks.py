@@ -1,0 +1,79 @@
+"""Checks of a valid plan before ordering: window fit with GPU serialisation (R5, R6, R8), categories (R2), end-to-end schedule (R4), lot prices (R7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.analysis.schedule import planned_hours, planned_timeline, window
+from reportgen.plan.load import KeyPath
+from reportgen.plan.schema import Plan
+
+# R4: a schedule extrapolated from warm training steps forgets these.
+END_TO_END_KINDS = {
+    "loading": "loading the model and data",
+    "evaluation": "validation or evaluation",
+    "outputs": "writing outputs",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" | "warning"
+    key: KeyPath
+    message: str
+
+
+def check_plan(plan: Plan) -> list[Finding]:
+    findings: list[Finding] = []
+    slots = planned_timeline(plan)
+    planned = planned_hours(slots)
+    win = window(plan)
+    if planned > win.hours:
+        over = planned - win.hours
+        gpu = plan.order.lots[0].gpu
+        longer = sorted(
+            (c for c in plan.catalogue if c.gpu == gpu and c.days * 24 >= planned), key=lambda c: (c.price, c.days)
+        )
+        options = (
+            f"consider the {longer[0].label} lot ({longer[0].price:g} {longer[0].currency or plan.order.currency})"
+            if longer
+            else "consider a longer lot"
+        )
+        findings.append(
+            Finding(
+                "error",
+                ("schedule",),
+                f"the planned schedule takes {planned:g} h with steps on one GPU run one after another, "
+                f"{over:g} h over the {win.hours:g} h window (R8): {options}, or a reduced protocol that still "
+                "answers the question",
+            )
+        )
+    kinds = {s.kind for s in plan.schedule.steps}
+    for kind, words in END_TO_END_KINDS.items():
+        if kind not in kinds and not (kind == "evaluation" and "validation" in kinds):
+            findings.append(
+                Finding("warning", ("schedule", "steps"), f"no step of kind '{kind}': the schedule leaves out {words} (R4)")
+            )
+    if not any(v.role == "control" for v in plan.variants):
+        findings.append(Finding("warning", ("variants",), "no variant has role 'control'; a control isolates the cause (R9)"))
+    for index, variant in enumerate(plan.variants):
+        if variant.role == "control" and variant.category != "required":
+            findings.append(
+                Finding("warning", ("variants", index, "category"), f"control '{variant.id}' is {variant.category}; controls are normally required (R2)")
+            )
+    for index, step in enumerate(plan.schedule.steps):
+        if step.kind in ("data_check", "resume_check") and step.category != "required":
+            findings.append(
+                Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required (R2)")
+            )
+    for index, lot in enumerate(plan.order.lots):
+        listed = [c for c in plan.catalogue if (c.gpu, c.gpus, c.days) == (lot.gpu, lot.gpus, lot.days)]
+        if listed and all(abs(c.price - lot.price) > 0.005 for c in listed):
+            findings.append(
+                Finding(
+                    "warning",
+                    ("order", "lots", index, "price"),
+                    f"{lot.price:g} differs from the catalogue's {listed[0].price:g} for {lot.gpu}, {lot.days} days",
+                )
+            )
+    return findings

@@ -1,0 +1,64 @@
+"""The pipeline behind `reportgen build`: plan -> ingest -> analysis -> render, written atomically."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reportgen.analysis import Analysis, analyse
+from reportgen.ingest import ingest
+from reportgen.plan.freeze import Freeze, read_freeze
+from reportgen.plan.load import LoadedPlan, load_plan
+from reportgen.render.output import SiteWriter, check_output
+from reportgen.render.report import build_report
+from reportgen.render.site import PlanSource, write_site
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Built:
+    report: dict
+    analysis: Analysis
+    plan: LoadedPlan
+    frozen: Freeze | None
+
+
+def build_time() -> datetime | None:
+    """The build time shown on the site: SOURCE_DATE_EPOCH only, so that builds are reproducible."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else None
+
+
+def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Built:
+    """Everything but the writing: shared by `build` and `note`."""
+    current = load_plan(plan_path)
+    frozen = read_freeze(logs) if logs.is_dir() else None
+    reference = frozen.plan if frozen else current
+    campaign = ingest(logs, exclude={plan_path}, progress=progress)
+    analysis = analyse(reference.plan, campaign)
+    report = build_report(analysis, current, frozen, build_time())
+    return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
+
+
+def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
+          progress: Progress | None = None) -> Built:
+    """Build the site into `out`; on any failure the previous site stays as it was."""
+    check_output(out, logs, plan_path)
+    built = prepare(logs, plan_path, progress)
+    source = PlanSource(
+        name=built.plan.path.name,
+        text=built.plan.text,
+        frozen_text=built.frozen.plan.text if built.frozen else None,
+    )
+    writer = SiteWriter(out)
+    try:
+        write_site(built.report, source, writer, templates, progress)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return built

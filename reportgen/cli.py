@@ -1,0 +1,188 @@
+"""The command line: parse options, call one library function, show errors as messages (exit 1)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from reportgen import __version__
+from reportgen.errors import ReportgenError
+
+EXAMPLE_PLAN = "example-plan.yaml"
+
+
+class Progress:
+    """One self-overwriting status line on a terminal; silent when piped or with --quiet."""
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.count = 0
+
+    def __call__(self, item: str) -> None:
+        if self.enabled:
+            self.count += 1
+            click.echo(f"\r\033[K[{self.count}] {item[-70:]}", nl=False, err=True)
+
+    def done(self) -> None:
+        if self.enabled and self.count:
+            click.echo("\r\033[K", nl=False, err=True)
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+logs_argument = click.argument("logs", type=click.Path(path_type=Path))
+plan_argument = click.argument("plan", type=click.Path(path_type=Path))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="reportgen")
+def cli() -> None:
+    """Turn the logs of a rented-GPU campaign into a static report site, reconciled with its plan.
+
+    \b
+    Example:
+      reportgen check plan.yaml
+      reportgen freeze plan.yaml logs/
+      reportgen build logs/ plan.yaml -o site/
+    """
+
+
+@cli.command()
+@logs_argument
+@plan_argument
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
+              help="Folder the site is written to (replaced whole, atomically).")
+@click.option("--templates", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Folder of templates that override the built-in ones by name (e.g. base.html).")
+@quiet_option
+def build(logs: Path, plan: Path, out: Path, templates: Path | None, quiet: bool) -> None:
+    """Ingest LOGS, reconcile with PLAN and write the static site.
+
+    \b
+    Example:
+      reportgen build sample_logs/ sample_logs/plan.yaml -o site/
+    """
+    from reportgen.build import build as run_build
+
+    progress = Progress(quiet)
+    built = run_build(logs, plan, out, templates=templates, progress=progress)
+    progress.done()
+    if not quiet:
+        report = built.report
+        problems = len(report["problems"])
+        click.echo(
+            f"{out}/index.html: {report['campaign']['id']}, verdict {report['campaign']['verdict']}; "
+            f"{len(report['inputs'])} files, {len(report['runs'])} runs"
+            + (f", {problems} problem{'s' if problems != 1 else ''} (see inputs.html)" if problems else "")
+        )
+
+
+@cli.command()
+@plan_argument
+def check(plan: Path) -> None:
+    """Validate PLAN before ordering: schema, references, window fit, categories, prices.
+
+    Exits 1 when the plan has errors; warnings are printed but do not fail.
+
+    \b
+    Example:
+      reportgen check plan.yaml
+    """
+    from reportgen.analysis.plan_checks import check_plan
+    from reportgen.analysis.schedule import planned_hours, planned_timeline, window
+    from reportgen.plan.load import format_key, load_plan
+
+    loaded = load_plan(plan)
+    findings = check_plan(loaded.plan)
+    for finding in findings:
+        line = loaded.line_of(finding.key) or 1
+        click.echo(f"{plan}:{line}: {finding.level}: {format_key(finding.key)}: {finding.message}", err=True)
+    errors = [f for f in findings if f.level == "error"]
+    if errors:
+        raise ReportgenError(f"{plan}: {len(errors)} error{'s' if len(errors) != 1 else ''}; the plan does not pass")
+    p = loaded.plan
+    win = window(p)
+    hours = planned_hours(planned_timeline(p))
+    total = sum(lot.price for lot in p.order.lots)
+    click.echo(
+        f"{plan}: ok: {p.campaign.id}; {len(p.variants)} variants, {len(p.stop_rules)} stop rules, "
+        f"{len(p.schedule.steps)} steps; planned {hours:g} h of a {win.hours:g} h window "
+        f"({win.hours - hours:g} h unused); {len(p.order.lots)} lot{'s' if len(p.order.lots) != 1 else ''}, "
+        f"{total:.2f} {p.order.currency}"
+    )
+
+
+@cli.command()
+@plan_argument
+@logs_argument
+def freeze(plan: Path, logs: Path) -> None:
+    """Record PLAN as written (verbatim copy and SHA-256) inside LOGS.
+
+    Later builds reconcile against this original and show any edit made after it.
+
+    \b
+    Example:
+      reportgen freeze plan.yaml logs/
+    """
+    from reportgen.plan.freeze import FREEZE_RECORD, RECORD_DIR, freeze as run_freeze
+
+    record, new = run_freeze(plan, logs)
+    where = logs / RECORD_DIR / FREEZE_RECORD
+    if new:
+        click.echo(f"{where}: froze {plan} (sha256 {record.sha256})")
+    else:
+        click.echo(f"{where}: {plan} was already frozen with the same content (sha256 {record.sha256})")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
+@click.option("--force", is_flag=True, help="Overwrite an existing plan.yaml.")
+def init(directory: Path, force: bool) -> None:
+    """Write a commented example plan.yaml into DIRECTORY to start from.
+
+    \b
+    Example:
+      reportgen init my-campaign/
+      reportgen check my-campaign/plan.yaml
+    """
+    target = directory / "plan.yaml"
+    if target.exists() and not force:
+        raise ReportgenError(f"{target}: already exists; use --force to overwrite it")
+    directory.mkdir(parents=True, exist_ok=True)
+    target.write_bytes((resources.files("reportgen.plan") / EXAMPLE_PLAN).read_bytes())
+    click.echo(f"{target}: written; edit it, then run: reportgen check {target}")
+
+
+@cli.command()
+@logs_argument
+@plan_argument
+def note(logs: Path, plan: Path) -> None:
+    """Print the order note (at most 2,000 characters) for the provider's order notes.
+
+    \b
+    Example:
+      reportgen note logs/ plan.yaml > order-note.md
+    """
+    from reportgen.build import prepare
+    from reportgen.render.note import order_note
+
+    click.echo(order_note(prepare(logs, plan).report), nl=False)
+
+
+def main() -> None:
+    """Entry point: domain errors exit 1 with their message; a bug says so instead of a traceback."""
+    try:
+        cli.main(prog_name="reportgen", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("reportgen: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug, not bad input: keep the message, hide the traceback unless asked
+        if os.environ.get("REPORTGEN_DEBUG"):
+            raise
+        click.echo(f"reportgen: internal error: {type(exc).__name__}: {exc} (set REPORTGEN_DEBUG=1 for details)", err=True)
+        sys.exit(70)

@@ -1,0 +1,180 @@
+"""Ingest a campaign folder: find every file, recognise its format by content, merge into one model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from reportgen.errors import InputError
+from reportgen.ingest import native
+from reportgen.model import (
+    Campaign,
+    CheckpointOp,
+    Evaluation,
+    Evidence,
+    InputFile,
+    LoggedDecision,
+    LoggedStop,
+    ReloadTest,
+    Run,
+    RunEvent,
+    StepMark,
+)
+
+# reportgen's own records inside LOGS (the frozen plan); never read as campaign input.
+RECORD_DIR = ".reportgen"
+SNIFF_BYTES = 64 << 10
+
+Progress = Callable[[str], None]
+
+
+def iter_files(root: Path) -> Iterator[Path]:
+    """Every regular file under root, in a stable order, without following links out of it."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d == RECORD_DIR))
+        for name in sorted(files):
+            yield Path(folder) / name
+
+
+def config_id(config: dict) -> str:
+    """A short stable hash of a run's configuration (R10: a changed config needs a new id)."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None) -> Campaign:
+    """Read every file under LOGS into the campaign model; bad records become problems."""
+    if not logs.exists():
+        raise InputError(f"{logs}: no such folder")
+    if not logs.is_dir():
+        raise InputError(f"{logs}: not a folder; LOGS is the campaign's log folder")
+    root = logs.resolve()
+    excluded = {p.resolve() for p in exclude or set()}
+    campaign = Campaign(root=str(logs))
+    frames = []
+    for path in iter_files(logs):
+        rel = path.relative_to(logs).as_posix()
+        if path.resolve() in excluded:
+            continue
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            info = InputFile(path=rel, format=None)
+            info.problem(None, "a link to a file outside LOGS; not read")
+            campaign.inputs.append(info)
+            continue
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(SNIFF_BYTES)
+        except OSError as exc:
+            info = InputFile(path=rel, format=None)
+            info.problem(None, f"cannot be read: {exc.strerror}")
+            campaign.inputs.append(info)
+            continue
+        if native.sniff(head):
+            log = native.read(path, rel)
+            campaign.inputs.append(log.input)
+            frames.append(log.metrics)
+            _add_events(campaign, log.events)
+        else:
+            campaign.inputs.append(InputFile(path=rel, format=None))
+        if progress:
+            progress(rel)
+    frames = [f for f in frames if len(f)]
+    if frames:
+        metrics = pd.concat(frames, ignore_index=True, sort=False)
+        metrics["path"] = metrics["path"].astype(str)
+        campaign.metrics = metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
+    _build_runs(campaign)
+    return campaign
+
+
+def _add_events(campaign: Campaign, events: list) -> None:
+    for event in events:
+        if isinstance(event, RunEvent):
+            campaign.run_events.append(event)
+        elif isinstance(event, Evaluation):
+            campaign.evaluations.append(event)
+        elif isinstance(event, CheckpointOp):
+            campaign.checkpoint_ops.append(event)
+        elif isinstance(event, ReloadTest):
+            campaign.reload_tests.append(event)
+        elif isinstance(event, LoggedStop):
+            campaign.stops.append(event)
+        elif isinstance(event, StepMark):
+            campaign.step_marks.append(event)
+        elif isinstance(event, LoggedDecision):
+            campaign.decisions.append(event)
+
+
+def _run(campaign: Campaign, run_id: str) -> Run:
+    if run_id not in campaign.runs:
+        campaign.runs[run_id] = Run(id=run_id)
+    return campaign.runs[run_id]
+
+
+def _source(run: Run, path: str) -> None:
+    if path not in run.sources:
+        run.sources.append(path)
+
+
+def _build_runs(campaign: Campaign) -> None:
+    """Merge what every file says about each run: start, end, config, step range, sources."""
+    for event in sorted(campaign.run_events, key=lambda e: (e.at, e.evidence)):
+        run = _run(campaign, event.run)
+        _source(run, event.evidence.path)
+        if event.kind == "start":
+            if event.config is not None:
+                new_id = config_id(event.config)
+                if run.config_id is not None and run.config_id != new_id:
+                    campaign.problems.append(
+                        (
+                            event.evidence,
+                            f"run '{run.id}' started again with a different configuration "
+                            f"({run.config_id} then {new_id}); a changed configuration needs a new run id (R10)",
+                        )
+                    )
+                else:
+                    run.config, run.config_id = event.config, new_id
+            if run.started_at is None:
+                run.started_at, run.start_evidence = event.at, event.evidence
+            run.variant = run.variant or event.variant
+            run.resumes = run.resumes or event.resumes
+            if event.step is not None and (run.first_step is None or event.step < run.first_step):
+                run.first_step = event.step
+        else:
+            run.ended_at, run.end_evidence = event.at, event.evidence
+            run.end_status = event.status or "completed"
+            if event.step is not None:
+                run.last_step = max(run.last_step or event.step, event.step)
+
+    others = [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.stops,
+              *(t for t in campaign.reload_tests if t.run is not None)]
+    for event in others:
+        _source(_run(campaign, event.run), event.evidence.path)
+
+    metrics = campaign.metrics
+    if len(metrics):
+        grouped = metrics.groupby("run", sort=True)
+        spans = grouped.agg(first_step=("step", "min"), last_step=("step", "max"), first_ts=("ts", "min"), last_ts=("ts", "max"))
+        paths = grouped["path"].unique()
+        for run_id, row in spans.iterrows():
+            run = _run(campaign, str(run_id))
+            for path in sorted(paths[run_id]):
+                _source(run, path)
+            run.first_step = int(row.first_step) if run.first_step is None else min(run.first_step, int(row.first_step))
+            run.last_step = int(row.last_step) if run.last_step is None else max(run.last_step, int(row.last_step))
+            if run.started_at is None:
+                run.started_at = row.first_ts.to_pydatetime()
+            last_seen = row.last_ts.to_pydatetime()
+            if run.ended_at is None:
+                run.last_seen_at = max(run.last_seen_at or last_seen, last_seen)
+
+    for event in others:
+        run = campaign.runs[event.run]
+        if run.ended_at is None:
+            run.last_seen_at = max(run.last_seen_at or event.at, event.at)
+    campaign.runs = dict(sorted(campaign.runs.items()))

@@ -1,0 +1,182 @@
+"""The campaign model: what the logs say, shared by every stage (ingest -> analysis -> render).
+
+Per-step metrics stay columnar (one pandas frame for the whole campaign); the rare events
+(run start/end, checkpoints, stops, decisions...) are small dataclasses, each with its evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pandas as pd
+
+MAX_PROBLEMS_PER_FILE = 200
+
+# Columns every metrics frame has; every other column is one metric (float64, NaN kept).
+METRIC_FRAME_COLUMNS = ("path", "line", "run", "kind", "step", "ts")
+
+
+@dataclass(frozen=True, order=True)
+class Evidence:
+    """Where a fact came from: a file relative to LOGS and, when it has lines, the line."""
+
+    path: str
+    line: int | None = None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line}
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    message: str
+
+
+@dataclass
+class InputFile:
+    """One file under LOGS: what it was recognised as and what could not be read from it."""
+
+    path: str
+    format: str | None
+    records: int = 0
+    skipped: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    problems_not_shown: int = 0
+
+    def problem(self, line: int | None, message: str) -> None:
+        """Record a damaged or unusable record; the count is kept even past the display cap."""
+        if len(self.problems) < MAX_PROBLEMS_PER_FILE:
+            self.problems.append(Problem(line, message))
+        else:
+            self.problems_not_shown += 1
+
+
+@dataclass
+class RunEvent:
+    """A run's start or end as logged."""
+
+    run: str
+    kind: str  # "start" | "end"
+    at: datetime
+    evidence: Evidence
+    status: str | None = None
+    step: int | None = None
+    config: dict | None = None
+    variant: str | None = None
+    resumes: str | None = None
+
+
+@dataclass
+class CheckpointOp:
+    """A checkpoint save, transfer or restore with its measured duration."""
+
+    run: str
+    op: str  # "save" | "transfer" | "restore"
+    at: datetime
+    evidence: Evidence
+    path: str | None = None
+    step: int | None = None
+    seconds: float | None = None
+    bytes: int | None = None
+    state: list[str] | None = None
+    destination: str | None = None
+
+
+@dataclass
+class Evaluation:
+    """An evaluation pass: its values also sit in the metrics frame as a row of kind `eval`."""
+
+    run: str
+    step: int
+    at: datetime
+    evidence: Evidence
+    metrics: dict[str, float]
+    seconds: float | None = None
+
+
+@dataclass
+class ReloadTest:
+    run: str | None
+    at: datetime
+    evidence: Evidence
+    path: str | None
+    ok: bool
+    seconds: float | None = None
+    new_process: bool | None = None
+    message: str | None = None
+
+
+@dataclass
+class LoggedStop:
+    """A stop written by the training script itself (R10: keep its identifier and reason)."""
+
+    run: str
+    rule: str | None
+    reason: str
+    at: datetime
+    evidence: Evidence
+    step: int | None = None
+
+
+@dataclass
+class StepMark:
+    """The start or end of a schedule step (including human steps) as logged."""
+
+    step_id: str
+    kind: str  # "start" | "end"
+    at: datetime
+    evidence: Evidence
+    note: str | None = None
+
+
+@dataclass
+class LoggedDecision:
+    point: str
+    decision: str
+    at: datetime
+    evidence: Evidence
+    reason: str | None = None
+    variant: str | None = None
+
+
+@dataclass
+class Run:
+    """One training or evaluation run, merged from every source that describes it."""
+
+    id: str
+    sources: list[str] = field(default_factory=list)
+    variant: str | None = None
+    config: dict | None = None
+    config_id: str | None = None
+    resumes: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    end_status: str | None = None
+    last_seen_at: datetime | None = None  # the last thing logged, for runs with no end marker
+    first_step: int | None = None
+    last_step: int | None = None
+    start_evidence: Evidence | None = None
+    end_evidence: Evidence | None = None
+
+
+@dataclass
+class Campaign:
+    """Everything read from LOGS, before any comparison with the plan."""
+
+    root: str
+    inputs: list[InputFile] = field(default_factory=list)
+    runs: dict[str, Run] = field(default_factory=dict)
+    metrics: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(METRIC_FRAME_COLUMNS)))
+    run_events: list[RunEvent] = field(default_factory=list)
+    evaluations: list[Evaluation] = field(default_factory=list)
+    checkpoint_ops: list[CheckpointOp] = field(default_factory=list)
+    reload_tests: list[ReloadTest] = field(default_factory=list)
+    stops: list[LoggedStop] = field(default_factory=list)
+    step_marks: list[StepMark] = field(default_factory=list)
+    decisions: list[LoggedDecision] = field(default_factory=list)
+    problems: list[tuple[Evidence, str]] = field(default_factory=list)
+
+    def metric_names(self) -> list[str]:
+        return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]

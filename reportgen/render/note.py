@@ -1,0 +1,52 @@
+"""order-note.md: the short summary pasted into the provider's order notes (R16), at most 2,000 characters."""
+
+from __future__ import annotations
+
+MAX_CHARS = 2000
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _h(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.1f} h"
+
+
+def order_note(report: dict) -> str:
+    """Order reference, question, verdict, confirmed cost, cost per passed output, hours, next steps."""
+    campaign, costs, schedule = report["campaign"], report["costs"], report["schedule"]
+    currency = costs["currency"]
+    refs = ", ".join(lot["order_ref"] for lot in costs["lots"] if lot["order_ref"]) or "no order reference in the plan"
+    lots = "; ".join(f"{lot['label']} {lot['price']:.2f} {currency}" for lot in costs["lots"])
+    if costs["cost_per_passed_output"] is None:
+        per_output = f"undefined ({costs['undefined_reason']})"
+    else:
+        per_output = f"{costs['cost_per_passed_output']:.2f} {currency} over {costs['passed_outputs']} passed outputs"
+    if schedule["actual_hours"] is None:
+        window = f"{schedule['window_hours']:g} h window"
+    elif schedule["overrun_hours"]:
+        window = f"{schedule['window_hours']:g} h window, {schedule['overrun_hours']:.1f} h over"
+    else:
+        window = f"{schedule['window_hours']:g} h window, {schedule['unused_hours']:.1f} h unused"
+    next_steps = [
+        f"{v['id']} ({v['category']}): {v['verdict'].replace('_', ' ')}"
+        for v in report["variants"]
+        if v["verdict"] in ("not_run", "stopped")
+    ]
+    next_steps += report["uncertainties"]
+    lines = [
+        f"# {campaign['id']}: order {refs}",
+        "",
+        f"- Question: {_clip(campaign['question'], 300)}",
+        f"- Verdict: {campaign['verdict']}. {_clip(campaign['conclusion'], 400)}",
+        f"- Confirmed cost: {costs['confirmed_total']:.2f} {currency} ({lots})",
+        f"- Cost per passed output: {per_output}",
+        f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
+    ]
+    if next_steps:
+        lines.append("- Next: " + _clip("; ".join(next_steps), 500))
+    lines.append("- Full report: index.html and report.json of the published site.")
+    note = "\n".join(lines) + "\n"
+    return note if len(note) <= MAX_CHARS else note[: MAX_CHARS - 2].rstrip() + "…\n"

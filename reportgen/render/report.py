@@ -1,0 +1,244 @@
+"""report.json (schema reportgen.report/1): everything on the site, machine-readable.
+
+The site's pages are rendered from this same dictionary, so the two cannot disagree.
+Unknown values are null, never zero; sections a later stage fills are empty, never made up.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, tzinfo
+
+from reportgen import __version__
+from reportgen.analysis import Analysis
+from reportgen.model import Evidence
+from reportgen.plan.freeze import Freeze
+from reportgen.plan.load import LoadedPlan
+
+SCHEMA = "reportgen.report/1"
+
+
+def iso(at: datetime | None, tz: tzinfo) -> str | None:
+    """ISO 8601 with the campaign's time zone (the first lot's), so times read like the order."""
+    return None if at is None else at.astimezone(tz).isoformat(timespec="seconds")
+
+
+def hours(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def number(value: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: non-finite values are written as strings, never dropped."""
+    if value is None:
+        return None
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def evidence(items: list[Evidence]) -> list[dict]:
+    return [e.to_json() for e in sorted(set(items))]
+
+
+def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None, generated_at: datetime | None) -> dict:
+    """The report dictionary; the analysis was made against the frozen plan when there is one."""
+    plan = analysis.plan
+    campaign = analysis.campaign
+    schedule = analysis.schedule
+    tz = schedule.window.start.tzinfo
+    metric_names = campaign.metric_names()
+    per_run_metrics: dict[str, list[str]] = {}
+    if len(campaign.metrics):
+        present = campaign.metrics.groupby("run")[metric_names].count()
+        per_run_metrics = {str(run): [m for m in metric_names if row[m] > 0] for run, row in present.iterrows()}
+
+    runs = []
+    for run_id, run in campaign.runs.items():
+        status = analysis.statuses[run_id]
+        runs.append(
+            {
+                "id": run_id,
+                "variant": analysis.run_variants.get(run_id),
+                "status": status.status,
+                "status_reason": status.reason,
+                "first_step": run.first_step,
+                "last_step": run.last_step,
+                "started_at": iso(run.started_at, tz),
+                "ended_at": iso(run.ended_at, tz),
+                "last_seen_at": iso(run.last_seen_at, tz),
+                "config_id": run.config_id,
+                "resumes": run.resumes,
+                "sources": list(run.sources),
+                "metrics": per_run_metrics.get(run_id, []),
+                "evidence": evidence(status.evidence),
+            }
+        )
+
+    rule_kinds = {rule.id: rule.kind for rule in plan.stop_rules}
+    stops = [
+        {
+            "run": stop.run,
+            "rule": stop.rule,
+            "kind": rule_kinds.get(stop.rule or "", "other"),
+            "step": stop.step,
+            "at": iso(stop.at, tz),
+            "reason": stop.reason,
+            "source": "logged",
+            "evidence": evidence([stop.evidence]),
+        }
+        for stop in sorted(campaign.stops, key=lambda s: (s.at, s.evidence))
+    ]
+
+    variants = [
+        {
+            "id": r.variant.id,
+            "category": r.variant.category,
+            "role": r.variant.role,
+            "verdict": r.verdict,
+            "reason": r.reason,
+            "metric": plan.quality.metric,
+            "direction": plan.quality.direction,
+            "value": number(r.value),
+            "threshold": plan.quality.threshold,
+            "runs": r.runs,
+            "evidence": evidence(r.evidence),
+        }
+        for r in analysis.variants
+    ]
+
+    steps = []
+    for item in schedule.steps:
+        variance = item.variance_hours
+        steps.append(
+            {
+                "id": item.step.id,
+                "title": item.step.title,
+                "kind": item.step.kind,
+                "category": item.step.category,
+                "resource": item.step.resource,
+                "planned_hours": hours(item.step.hours),
+                "planned_start": iso(schedule.window.start + timedelta(hours=item.planned.start_h), tz),
+                "planned_end": iso(schedule.window.start + timedelta(hours=item.planned.end_h), tz),
+                "actual_hours": hours(item.actual.hours),
+                "actual_start": iso(item.actual.start, tz),
+                "actual_end": iso(item.actual.end, tz),
+                "actual_basis": item.actual.basis,
+                "variance_hours": hours(variance),
+                # Causes are not attributed yet: the whole variance stays visible as unexplained.
+                "explained": [],
+                "unexplained_hours": hours(variance),
+                "evidence": evidence(item.actual.evidence),
+            }
+        )
+
+    lots = [
+        {
+            "label": lot.label,
+            "gpu": lot.gpu,
+            "price": lot.price,
+            "days": lot.days,
+            "gpus": lot.gpus,
+            "order_ref": lot.order_ref,
+            "start": iso(lot.start, tz),
+        }
+        for lot in plan.order.lots
+    ]
+    included = [c for c in plan.order.other_costs if c.kind == "included"]
+    external = [c for c in plan.order.other_costs if c.kind == "external"]
+
+    dropped = {r.variant.id for r in analysis.variants if r.verdict == "dropped"}
+    uncertainties = [
+        f"Step '{item.step.id}' ({item.step.hours:g} h planned) has no measured time: no step events and no matching runs."
+        for item in schedule.steps
+        if item.actual.hours is None and item.step.variant not in dropped
+    ]
+
+    problems = [
+        {"scope": "campaign", "path": where.path if where else None, "line": where.line if where else None, "message": message}
+        for where, message in analysis.problems
+    ]
+    for info in campaign.inputs:
+        problems.extend({"scope": "file", "path": info.path, "line": p.line, "message": p.message} for p in info.problems)
+
+    return {
+        "schema": SCHEMA,
+        "generator": {"name": "reportgen", "version": __version__},
+        "generated_at": iso(generated_at, tz),
+        "campaign": {
+            "id": plan.campaign.id,
+            "question": plan.campaign.question,
+            "end_condition": plan.campaign.end_condition,
+            "corpus": plan.corpus.id,
+            "verdict": analysis.verdict.verdict,
+            "conclusion": analysis.verdict.conclusion,
+        },
+        "plan": {
+            "path": current.path.name,
+            "sha256": current.sha256,
+            "original_sha256": frozen.sha256 if frozen else None,
+            "modified_since_freeze": (frozen.sha256 != current.sha256) if frozen else None,
+            "frozen_at": frozen.frozen_at if frozen else None,
+            "reconciled_against": "frozen original" if frozen else "plan as given (not frozen)",
+        },
+        "inputs": [
+            {
+                "path": info.path,
+                "format": info.format,
+                "records": info.records,
+                "skipped": info.skipped,
+                "problems": [{"line": p.line, "message": p.message} for p in info.problems],
+                "problems_not_shown": info.problems_not_shown,
+            }
+            for info in campaign.inputs
+        ],
+        "problems": problems,
+        "runs": runs,
+        "stops": stops,
+        "variants": variants,
+        "schedule": {
+            "window_start": iso(schedule.window.start, tz),
+            "window_end": iso(schedule.window.end, tz),
+            "window_hours": hours(schedule.window.hours),
+            "planned_hours": hours(schedule.planned_hours),
+            "planned_unused_hours": hours(schedule.planned_unused_hours),
+            "actual_start": iso(schedule.actual_start, tz),
+            "actual_end": iso(schedule.actual_end, tz),
+            "actual_hours": hours(schedule.actual_hours),
+            "unused_hours": hours(schedule.unused_hours),
+            "overrun_hours": hours(schedule.overrun_hours),
+            "time_by_kind": {
+                kind: {key: hours(value) if key.endswith("hours") else value for key, value in figures.items()}
+                for kind, figures in schedule.time_by_resource_kind().items()
+            },
+            "steps": steps,
+        },
+        "checkpoints": {"items": [], "recommended_interval_minutes": None, "interval_basis": None},
+        "deliverables": [],
+        "costs": {
+            "currency": plan.order.currency,
+            "provider": plan.order.provider,
+            "lots": lots,
+            "confirmed_total": round(sum(lot.price for lot in plan.order.lots), 2),
+            "other_included": [{"label": c.label, "amount": c.amount, "note": c.note} for c in included],
+            "other_included_total": round(sum(c.amount for c in included), 2),
+            "external": [{"label": c.label, "amount": c.amount, "note": c.note} for c in external],
+            "passed_outputs": None,
+            "cost_per_passed_output": None,
+            "undefined_reason": "no deliverable has been checked yet, so no output counts as passed",
+            "rejections": [],
+        },
+        "plan_options": [],
+        "estimates": [],
+        "uncertainties": uncertainties,
+        "decisions": [
+            {
+                "point": d.point,
+                "decision": d.decision,
+                "at": iso(d.at, tz),
+                "reason": d.reason,
+                "variant": d.variant,
+                "evidence": evidence([d.evidence]),
+            }
+            for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
+        ],
+    }

@@ -1,0 +1,188 @@
+"""Writes sample_logs/: the bundled campaign, logged with reportgen.events as a training script would.
+
+Run `python tests/sample_campaign.py sample_logs` to regenerate it; a test checks that the
+committed folder is exactly what this script writes, so the story below and the files agree.
+
+The story (times JST, one RTX 4090 3-day lot from 2026-11-02 09:00):
+- preparation and the data check run longer than planned; the pilot passes and at the
+  decision point the exploratory long-context variant is dropped (R3, R9);
+- the pilot checkpoint is reloaded in a new process (R12);
+- lora-r16-1 is killed at step 1,320 (CUDA out of memory, the log's last line cut off);
+  lora-r16-2 resumes from the step-1,200 checkpoint and passes the threshold;
+- lora-r64-1 overflows: grad_norm goes infinite, the loss NaN, and the script stops it (R10);
+- the control is evaluated and falls short of the threshold, as a control may.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from reportgen.events import EventLog
+
+JST = timezone(timedelta(hours=9))
+START = datetime(2026, 11, 2, 9, 0, tzinfo=JST)
+
+
+class Clock:
+    def __init__(self, at: datetime):
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+    def set(self, day: int, hour: int, minute: int = 0, second: int = 0) -> None:
+        self.at = datetime(2026, 11, day, hour, minute, second, tzinfo=JST)
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+def _train(log: EventLog, clock: Clock, rng: random.Random, first: int, last: int, seconds_per_step: float,
+           evals: dict[int, float], ckpt_every: int = 0, overflow_at: int | None = None,
+           ckpt_dir: str = "", state: tuple[str, ...] = ()) -> None:
+    """Log metrics every 10 steps, evals at the given steps, checkpoints every `ckpt_every`."""
+    for step in range(first, last + 1):
+        clock.advance(seconds_per_step)
+        if step % 10 == 0:
+            progress = step / 3000
+            loss = 2.4 * math.exp(-2.2 * progress) + 0.55 + rng.uniform(-0.04, 0.04)
+            grad_norm = 1.2 + rng.uniform(-0.3, 0.3)
+            if overflow_at is not None and step >= overflow_at - 2:
+                grad_norm = math.inf
+            if overflow_at is not None and step >= overflow_at:
+                loss = math.nan
+            log.metric(step=step, loss=round(loss, 4), grad_norm=grad_norm if not math.isfinite(grad_norm) else round(grad_norm, 4),
+                       learning_rate=round(2e-4 * (1 - progress), 8))
+        if step in evals:
+            seconds = 540.0
+            clock.advance(seconds)
+            log.eval(step=step, metrics={"eval_loss": round(2.9 - evals[step] * 4, 4), "eval_rougeL": evals[step]}, seconds=seconds)
+        if ckpt_every and step % ckpt_every == 0:
+            save = 30.0 + rng.uniform(0, 6)
+            clock.advance(save)
+            path = f"{ckpt_dir}/checkpoint-{step}"
+            log.checkpoint_save(step=step, path=path, seconds=round(save, 1), bytes=1_342_177_280, state=state)
+            transfer = 38.0 + rng.uniform(0, 8)
+            clock.advance(transfer)
+            log.checkpoint_transfer(path=path, seconds=round(transfer, 1), bytes=1_342_177_280, destination="team bucket")
+
+
+def write_sample(root: Path) -> None:
+    rng = random.Random(20261102)
+    clock = Clock(START)
+    campaign = EventLog(root / "campaign" / "events.jsonl", clock=clock)
+    state = ("model", "optimizer", "scheduler", "rng", "progress")
+
+    def step(step_id: str, start: tuple[int, int, int], end: tuple[int, int, int], note: str | None = None) -> None:
+        clock.set(*start)
+        campaign.step_start(step_id)
+        clock.set(*end)
+        campaign.step_end(step_id, note=note)
+
+    step("prep-env", (2, 9, 0), (2, 12, 40), note="base model download was slow")
+    step("data-check", (2, 12, 40), (2, 14, 10))
+    step("load-model", (2, 14, 10), (2, 15, 35))
+
+    clock.set(2, 15, 35)
+    campaign.step_start("pilot")
+    pilot = EventLog(root / "runs" / "pilot-1" / "events.jsonl", run="pilot-1", clock=clock)
+    clock.set(2, 15, 40)
+    pilot.run_start(config={"base": "swallow-7b", "rank": 16, "lr": 2e-4, "max_len": 1024, "steps": 300}, variant=None)
+    _train(pilot, clock, rng, 1, 300, 33.0, evals={300: 0.281}, ckpt_every=150, ckpt_dir="ckpt/pilot-1", state=state)
+    pilot.run_end(status="completed", step=300)
+    clock.set(2, 18, 50)
+    campaign.step_end("pilot")
+
+    clock.set(2, 19, 0)
+    campaign.decision("after-pilot", "continue",
+                      reason="Pilot loss falls steadily and a step takes 33 s as assumed; keep control, r16 and r64.")
+    campaign.decision("after-pilot", "drop_variant", variant="lora-r16-len2048",
+                      reason="Only 3% of articles exceed 1,024 tokens: the long-context variant cannot change the choice (R9).")
+
+    campaign.step_start("resume-check")
+    check = EventLog(root / "runs" / "resume-check-1" / "events.jsonl", run="resume-check-1", clock=clock)
+    clock.set(2, 19, 5)
+    check.run_start(config={"restore": "ckpt/pilot-1/checkpoint-300"})
+    clock.advance(38.4)
+    check.checkpoint_restore(path="ckpt/pilot-1/checkpoint-300", seconds=38.4, step=300)
+    clock.advance(95.0)
+    check.reload_test(path="ckpt/pilot-1/checkpoint-300", ok=True, seconds=95.0, new_process=True,
+                      message="weights, optimizer, scheduler and RNG restored; step 301 loss matches within 1e-3")
+    clock.set(2, 19, 45)
+    check.run_end(status="completed", step=300)
+    clock.set(2, 19, 50)
+    campaign.step_end("resume-check")
+
+    campaign.step_start("control-preds")
+    control = EventLog(root / "runs" / "control-1" / "events.jsonl", run="control-1", clock=clock)
+    clock.set(2, 19, 55)
+    control.run_start(config={"base": "swallow-7b", "prompt": "tuned-v4", "max_len": 1024}, variant="control")
+    for batch in range(1, 251):
+        clock.advance(115.0)
+        if batch % 10 == 0:
+            control.metric(step=batch, items_per_second=round(0.28 + rng.uniform(-0.02, 0.02), 4))
+    clock.advance(600.0)
+    control.eval(step=250, metrics={"eval_rougeL": 0.301, "eval_loss": 1.694}, seconds=600.0)
+    control.run_end(status="completed", step=250)
+    clock.set(3, 4, 10)
+    campaign.step_end("control-preds")
+
+    campaign.step_start("train-r16")
+    config_r16 = {"base": "swallow-7b", "rank": 16, "lr": 2e-4, "max_len": 1024, "steps": 3000}
+    first = EventLog(root / "runs" / "lora-r16-1" / "events.jsonl", run="lora-r16-1", clock=clock)
+    clock.set(3, 4, 15)
+    first.run_start(config=config_r16, variant="lora-r16")
+    _train(first, clock, rng, 1, 1320, 11.2, evals={500: 0.262, 1000: 0.297}, ckpt_every=400,
+           ckpt_dir="ckpt/lora-r16-1", state=state)
+    # The process was killed while writing: the last event line is cut off mid-way.
+    clock.advance(112.0)
+    with open(root / "runs" / "lora-r16-1" / "events.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(f'{{"ts":"{clock().isoformat(timespec="milliseconds")}","type":"metric","run":"lora-r16-1","step":1330,"metr')
+    (root / "runs" / "lora-r16-1" / "stdout.log").write_text(
+        "step 1320/3000\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 214, in <module>\n'
+        "    trainer.train()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity "
+        "of 23.64 GiB of which 1.02 GiB is free.\n",
+        encoding="utf-8",
+    )
+    second = EventLog(root / "runs" / "lora-r16-2" / "events.jsonl", run="lora-r16-2", clock=clock)
+    clock.set(3, 9, 30)
+    second.run_start(config={**config_r16, "gradient_checkpointing": True}, variant="lora-r16", resumes="lora-r16-1", step=1201)
+    clock.advance(45.2)
+    second.checkpoint_restore(path="ckpt/lora-r16-1/checkpoint-1200", seconds=45.2, step=1200)
+    _train(second, clock, rng, 1201, 3000, 13.6, evals={1500: 0.309, 2000: 0.322, 2500: 0.330, 3000: 0.334},
+           ckpt_every=400, ckpt_dir="ckpt/lora-r16-2", state=state)
+    second.run_end(status="completed", step=3000)
+    clock.advance(300)
+    campaign.step_end("train-r16")
+
+    campaign.step_start("train-r64")
+    r64 = EventLog(root / "runs" / "lora-r64-1" / "events.jsonl", run="lora-r64-1", clock=clock)
+    clock.advance(300)
+    r64.run_start(config={"base": "swallow-7b", "rank": 64, "lr": 2e-4, "max_len": 1024, "steps": 3000}, variant="lora-r64")
+    _train(r64, clock, rng, 1, 2140, 10.4, evals={500: 0.271, 1000: 0.302, 1500: 0.311, 2000: 0.315},
+           ckpt_every=400, ckpt_dir="ckpt/lora-r64-1", state=state, overflow_at=2140)
+    r64.stop(rule="S1-nonfinite", reason="loss is NaN at step 2140 (grad_norm infinite from step 2138)", step=2140)
+    r64.run_end(status="stopped", step=2140)
+    clock.advance(600)
+    campaign.step_end("train-r64", note="stopped by S1-nonfinite; r64 is useful, not required")
+    clock.advance(300)
+
+    for step_id, minutes in (("evaluate", 275), ("write-outputs", 110), ("error-analysis", 390)):
+        campaign.step_start(step_id)
+        clock.advance(minutes * 60)
+        campaign.step_end(step_id)
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "sample_logs")
+    for old in sorted(target.glob("*/**/*"), reverse=True):
+        if old.is_file() and old.name != "plan.yaml":
+            old.unlink()
+    write_sample(target)
