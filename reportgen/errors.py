@@ -13,6 +13,10 @@ class ReportgenError(click.ClickException):
     def format_message(self) -> str:
         return self.message
 
+    def show(self, file=None) -> None:
+        """The message alone: it already names the file, line and key."""
+        click.echo(self.format_message(), file=file, err=True)
+
 
 class PlanError(ReportgenError):
     """The plan file cannot be read or does not validate; holds every error found."""

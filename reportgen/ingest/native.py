@@ -112,7 +112,10 @@ def read(path: Path, rel: str) -> NativeLog:
         _read_line(buf[body:], line_no, out, unterminated=True)
     out.flush_rows()
     frames = [f for f in out.frames if len(f)]
-    metrics = pd.concat(frames, ignore_index=True, sort=False) if frames else _empty_metrics()
+    if frames:
+        metrics = pd.concat(frames, ignore_index=True, sort=False).sort_values("line", kind="stable", ignore_index=True)
+    else:
+        metrics = _empty_metrics()
     metrics.insert(0, "path", pd.Categorical([rel] * len(metrics)))
     out.info.records = len(metrics) + sum(1 for e in out.events if not isinstance(e, Evaluation))
     return NativeLog(input=out.info, metrics=metrics, events=out.events)

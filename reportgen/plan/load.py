@@ -96,7 +96,7 @@ def _parse_yaml(path: Path, text: str) -> tuple[object, dict[KeyPath, int]]:
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise PlanError(str(path), [f"{where}: YAML syntax error: {problem}"]) from None
-    lines: dict[KeyPath, int] = {}
+    lines: dict[KeyPath, int] = {(): 1}  # a key missing at the top level points at the start
     duplicates: list[tuple[KeyPath, int]] = []
     if root is not None:
         _map_lines(root, (), lines, duplicates)

@@ -6,6 +6,7 @@ plan written today stays valid. Field descriptions become the shipped JSON Schem
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -243,3 +244,11 @@ def json_schema() -> dict:
     schema = Plan.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # regenerate the shipped file: python -m reportgen.plan.schema > reportgen/plan/plan.schema.json
+    print(schema_text(), end="")

@@ -69,7 +69,11 @@ class Page:
 
 
 def templates_dir() -> Path:
-    return Path(str(resources.files("reportgen.templates")))
+    """The built-in templates: inside the installed package, or the checkout's top-level templates/."""
+    try:
+        return Path(str(resources.files("reportgen.templates")))
+    except ModuleNotFoundError:  # running from a source checkout that was not installed
+        return Path(__file__).resolve().parents[2] / "templates"
 
 
 def anchor(path: str | None) -> str:

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import copy
+import hashlib
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reportgen.events import EventLog
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_LOGS = REPO / "sample_logs"
+SAMPLE_PLAN = SAMPLE_LOGS / "plan.yaml"
+JST = timezone(timedelta(hours=9))
+WINDOW_START = datetime(2026, 11, 2, 9, 0, tzinfo=JST)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """SHA-256 of every file under root, by relative path."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def sample_plan_data() -> dict:
+    return yaml.safe_load(SAMPLE_PLAN.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def write_plan(tmp_path: Path):
+    """Write a plan dict (a deep copy, edited by `edit`) as YAML and return its path."""
+
+    def write(data: dict, edit=None, name: str = "plan.yaml") -> Path:
+        data = copy.deepcopy(data)
+        if edit:
+            edit(data)
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        return path
+
+    return write
+
+
+class FakeClock:
+    def __init__(self, at: datetime = WINDOW_START):
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+    def hours(self, h: float) -> None:
+        self.at += timedelta(hours=h)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def event_log(tmp_path: Path, clock: FakeClock):
+    """An EventLog in tmp_path/logs/<file> driven by the fake clock."""
+
+    def make(name: str = "events.jsonl", run: str | None = None) -> EventLog:
+        return EventLog(tmp_path / "logs" / name, run=run, clock=clock)
+
+    return make

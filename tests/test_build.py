@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import cli
+
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN, tree_digest
+
+CONTRACT_KEYS = {
+    "schema", "campaign", "plan", "inputs", "runs", "stops", "variants", "schedule", "checkpoints",
+    "deliverables", "costs", "plan_options", "estimates", "uncertainties", "decisions",
+}
+
+
+def invoke(*args, env=None):
+    result = CliRunner().invoke(cli, [str(a) for a in args], env=env)
+    assert "Traceback" not in result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build") / "site"
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "--quiet", env={"SOURCE_DATE_EPOCH": "1764000000"})
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(sample_site) -> dict:
+    return json.loads((sample_site / "report.json").read_text())
+
+
+def test_sample_build_writes_the_site_report_and_order_note(sample_site, report):
+    for name in ("index.html", "plan.html", "schedule.html", "runs.html", "inputs.html", "order-note.md", "assets/plotly.min.js"):
+        assert (sample_site / name).is_file(), name
+    assert report["schema"] == "reportgen.report/1"
+    assert CONTRACT_KEYS <= set(report)
+
+
+def test_sample_schedule_reproduces_the_seed_window_arithmetic(report):
+    schedule = report["schedule"]
+    assert (schedule["window_hours"], schedule["planned_hours"], schedule["planned_unused_hours"]) == (72, 48, 24)
+    for step in schedule["steps"]:
+        if step["actual_hours"] is not None:
+            assert step["variance_hours"] == pytest.approx(step["actual_hours"] - step["planned_hours"], abs=1e-3)
+            assert step["planned_hours"] + step["unexplained_hours"] == pytest.approx(step["actual_hours"], abs=1e-3)
+
+
+def test_sample_runs_variants_and_verdict(report):
+    runs = {r["id"]: r for r in report["runs"]}
+    assert runs["lora-r16-1"]["status"] == "interrupted"
+    assert runs["lora-r16-2"]["status"] == "completed" and runs["lora-r16-2"]["resumes"] == "lora-r16-1"
+    assert runs["lora-r64-1"]["status"] == "stopped"
+    variants = {v["id"]: v["verdict"] for v in report["variants"]}
+    assert variants == {"control": "failed", "lora-r16": "passed", "lora-r64": "stopped", "lora-r16-len2048": "dropped"}
+    assert report["campaign"]["verdict"] == "positive"
+    stop = report["stops"][0]
+    assert (stop["run"], stop["rule"], stop["kind"], stop["step"]) == ("lora-r64-1", "S1-nonfinite", "non_finite", 2140)
+    assert stop["evidence"][0]["path"] == "runs/lora-r64-1/events.jsonl"
+
+
+def test_cut_off_line_of_the_killed_run_is_reported_with_file_and_line(report):
+    damaged = next(i for i in report["inputs"] if i["path"] == "runs/lora-r16-1/events.jsonl")
+    assert damaged["skipped"] == 1
+    assert "cut off" in damaged["problems"][0]["message"]
+    assert damaged["problems"][0]["line"] == len((SAMPLE_LOGS / damaged["path"]).read_bytes().split(b"\n"))
+
+
+def test_unknowns_are_null_never_zero(report):
+    costs = report["costs"]
+    assert costs["confirmed_total"] == 47.14
+    assert costs["cost_per_passed_output"] is None and costs["passed_outputs"] is None
+    assert costs["undefined_reason"]
+    assert costs["external"] == [{"label": "Reference summaries (annotation vendor)", "amount": 120.0, "note": costs["external"][0]["note"]}]
+    assert report["plan"]["original_sha256"] is None and report["plan"]["modified_since_freeze"] is None
+
+
+def test_order_note_is_short_and_names_the_order(sample_site):
+    note = (sample_site / "order-note.md").read_text()
+    assert len(note) <= 2000
+    assert "IG-2026-1102-4090-0417" in note
+    assert "47.14 USD" in note
+    assert "Cost per passed output: undefined" in note
+
+
+def test_plotly_is_shipped_once_and_never_inlined(sample_site):
+    bundle = (sample_site / "assets" / "plotly.min.js").read_text()
+    assert len(bundle) > 1_000_000
+    for page in sample_site.glob("*.html"):
+        html = page.read_text()
+        assert len(html) < 200_000, page.name
+        assert "cdn" not in html.lower()
+        assert bundle[:200] not in html
+    assert 'src="assets/plotly.min.js"' in (sample_site / "schedule.html").read_text()
+
+
+def test_links_are_relative_and_local(sample_site):
+    for page in sample_site.glob("*.html"):
+        for link in re.findall(r'(?:href|src)="([^"]*)"', page.read_text()):
+            assert not link.startswith(("/", "http:", "https:", "//")), (page.name, link)
+            target = link.split("#")[0]
+            if target:
+                assert (sample_site / target).exists(), (page.name, link)
+
+
+def test_two_builds_with_the_same_source_date_epoch_are_byte_identical(tmp_path, sample_site):
+    out = tmp_path / "again"
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q", env={"SOURCE_DATE_EPOCH": "1764000000"}).exit_code == 0
+    assert tree_digest(out) == tree_digest(sample_site)
+
+
+def test_a_build_leaves_logs_and_plan_unchanged(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    before = tree_digest(logs)
+    assert invoke("build", logs, logs / "plan.yaml", "-o", tmp_path / "site", "-q").exit_code == 0
+    assert tree_digest(logs) == before
+
+
+@pytest.mark.parametrize("where", ["equal", "parent", "inside"])
+def test_output_overlapping_logs_is_refused_before_anything_is_written(tmp_path, where):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    before = tree_digest(tmp_path)
+    out = {"equal": logs, "parent": tmp_path, "inside": logs / "site"}[where]
+    result = invoke("build", logs, logs / "plan.yaml", "-o", out)
+    assert result.exit_code == 1
+    assert "LOGS" in result.output or "plan" in result.output
+    assert tree_digest(tmp_path) == before
+
+
+def test_a_folder_that_is_not_a_site_is_never_replaced(tmp_path):
+    out = tmp_path / "documents"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out)
+    assert result.exit_code == 1
+    assert "holds no reportgen site" in result.output
+    assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_a_failed_build_leaves_the_previous_site_intact(tmp_path):
+    out = tmp_path / "site"
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q").exit_code == 0
+    before = tree_digest(out)
+    broken = tmp_path / "templates"
+    broken.mkdir()
+    (broken / "runs.html").write_text("{% extends 'base.html' %}{% block content %}{{ report.no_such_key.x }}{% endblock %}")
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "--templates", broken)
+    assert result.exit_code == 1
+    assert "runs.html" in result.output
+    assert tree_digest(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+def test_custom_templates_override_built_in_ones_by_name(tmp_path):
+    custom = tmp_path / "templates"
+    custom.mkdir()
+    (custom / "runs.html").write_text("{% extends 'base.html' %}{% block content %}<p id='mine'>{{ report.runs|length }} runs</p>{% endblock %}")
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", tmp_path / "site", "-q", "--templates", custom).exit_code == 0
+    assert "<p id='mine'>6 runs</p>" in (tmp_path / "site" / "runs.html").read_text()
+
+
+def test_script_in_plan_text_or_run_names_never_reaches_the_page(tmp_path, sample_plan_data, write_plan):
+    def edit(d):
+        d["campaign"]["question"] = "Is it <script>alert(1)</script> [safe](javascript:alert(2)) <img src=x onerror=alert(3)>?"
+
+    plan = write_plan(sample_plan_data, edit)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "e.jsonl").write_text(
+        '{"ts":"2026-11-02T10:00:00Z","type":"run_start","run":"<script>alert(4)</script>"}\n'
+    )
+    assert invoke("build", logs, plan, "-o", tmp_path / "site", "-q").exit_code == 0
+    for page in (tmp_path / "site").glob("*.html"):
+        html = page.read_text()
+        assert "<script>alert" not in html, page.name
+        for tag in re.findall(r"<[a-zA-Z][^>]*>", html):
+            assert "javascript:" not in tag and "onerror" not in tag and not tag.startswith("<img"), (page.name, tag)
+
+
+def test_frozen_plan_is_the_reference_and_later_edits_are_reported(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(SAMPLE_PLAN, plan)
+    frozen = invoke("freeze", plan, logs)
+    assert frozen.exit_code == 0, frozen.output
+    plan.write_text(plan.read_text().replace("threshold: 0.32", "threshold: 0.30"))
+    assert invoke("build", logs, plan, "-o", tmp_path / "site", "-q").exit_code == 0
+    report = json.loads((tmp_path / "site" / "report.json").read_text())
+    assert report["plan"]["modified_since_freeze"] is True
+    assert report["plan"]["original_sha256"] != report["plan"]["sha256"]
+    assert {v["id"]: v["threshold"] for v in report["variants"]}["control"] == 0.32  # reconciled against the original
+    assert "-  threshold: 0.32" in (tmp_path / "site" / "plan.html").read_text()
+    refused = invoke("freeze", plan, logs)
+    assert refused.exit_code == 1 and "never replaced" in refused.output
+
+
+def test_freezing_the_same_plan_twice_is_harmless(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    assert invoke("freeze", SAMPLE_PLAN, logs).exit_code == 0
+    again = invoke("freeze", SAMPLE_PLAN, logs)
+    assert again.exit_code == 0 and "already frozen" in again.output
+
+
+def test_the_frozen_record_is_not_read_as_campaign_input(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    invoke("freeze", logs / "plan.yaml", logs)
+    assert invoke("build", logs, logs / "plan.yaml", "-o", tmp_path / "site", "-q").exit_code == 0
+    report = json.loads((tmp_path / "site" / "report.json").read_text())
+    assert not any(i["path"].startswith(".reportgen") or i["path"] == "plan.yaml" for i in report["inputs"])
+
+
+def test_missing_logs_folder_exits_1(tmp_path):
+    result = invoke("build", tmp_path / "nope", SAMPLE_PLAN, "-o", tmp_path / "site")
+    assert result.exit_code == 1
+    assert "no such folder" in result.output
+
+
+def test_note_prints_the_order_note(tmp_path):
+    result = invoke("note", SAMPLE_LOGS, SAMPLE_PLAN)
+    assert result.exit_code == 0
+    assert result.output.startswith("# jsum-lora-2026-11: order IG-2026-1102-4090-0417")
+
+
+def test_every_command_help_has_an_example():
+    for command in ("build", "check", "freeze", "init", "note"):
+        result = invoke(command, "--help")
+        assert result.exit_code == 0 and "Example:" in result.output, command
+
+
+def test_templates_and_plan_files_ship_inside_the_package():
+    templates = resources.files("reportgen.templates")
+    assert templates.joinpath("base.html").is_file() and templates.joinpath("assets").joinpath("style.css").is_file()
+    plan_files = resources.files("reportgen.plan")
+    assert plan_files.joinpath("plan.schema.json").is_file() and plan_files.joinpath("example-plan.yaml").is_file()
+
+
+def test_installed_command_builds_from_any_folder(tmp_path):
+    script = Path(sys.executable).with_name("reportgen")
+    if not script.exists():
+        pytest.skip("the reportgen console script is not installed in this environment")
+    result = subprocess.run(
+        [str(script), "build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "index.html").is_file()

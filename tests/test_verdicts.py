@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import copy
+
+from reportgen.analysis import analyse
+from reportgen.ingest import ingest
+from reportgen.plan.schema import Plan
+
+
+def two_variant_plan(sample_plan_data) -> Plan:
+    data = copy.deepcopy(sample_plan_data)
+    data["variants"] = [
+        {"id": "control", "role": "control", "category": "required", "runs": ["control-*"]},
+        {"id": "va", "role": "variant", "category": "required", "runs": ["va-*"]},
+        {"id": "vb", "role": "variant", "category": "useful", "runs": ["vb-*"]},
+    ]
+    data["schedule"] = {"steps": [{"id": "all", "resource": "gpu0", "hours": 10, "runs": ["*"]}]}
+    data["decision_points"] = []
+    data["deliverables"] = []
+    return Plan.model_validate(data)
+
+
+def finished_run(event_log, run: str, value: float | None, status: str = "completed"):
+    log = event_log(f"{run}.jsonl", run=run)
+    log.run_start(config={"run": run})
+    log.metric(step=10, loss=1.0)
+    if value is not None:
+        log.eval(step=10, metrics={"eval_rougeL": value})
+    if status:
+        log.run_end(status=status, step=10)
+    return log
+
+
+def verdicts(plan, tmp_path):
+    analysis = analyse(plan, ingest(tmp_path / "logs"))
+    return {v.variant.id: v.verdict for v in analysis.variants}, analysis.verdict
+
+
+def test_no_variant_passing_is_a_negative_result_not_a_failure(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    for run, value in (("control-1", 0.30), ("va-1", 0.31), ("vb-1", 0.29)):
+        finished_run(event_log, run, value)
+    by_variant, verdict = verdicts(plan, tmp_path)
+    assert by_variant == {"control": "failed", "va": "failed", "vb": "failed"}
+    assert verdict.verdict == "negative"
+    assert "answers the question" in verdict.conclusion
+
+
+def test_one_variant_meeting_the_threshold_makes_the_campaign_positive(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    finished_run(event_log, "control-1", 0.30)
+    finished_run(event_log, "va-1", 0.32)  # exactly at the threshold passes (direction higher)
+    by_variant, verdict = verdicts(plan, tmp_path)
+    assert by_variant["va"] == "passed"
+    assert by_variant["vb"] == "not_run"
+    assert verdict.verdict == "positive"
+
+
+def test_lower_is_better_metrics_compare_the_other_way(sample_plan_data, tmp_path, event_log):
+    data = copy.deepcopy(sample_plan_data)
+    data["quality"] = {"metric": "eval_rougeL", "direction": "lower", "threshold": 0.32}
+    plan = two_variant_plan(data)
+    finished_run(event_log, "va-1", 0.2)
+    assert verdicts(plan, tmp_path)[0]["va"] == "passed"
+
+
+def test_a_stopped_or_interrupted_run_never_passes(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    stopped = finished_run(event_log, "va-1", 0.9, status="")
+    stopped.stop(reason="loss NaN", rule="S1-nonfinite", step=10)
+    finished_run(event_log, "vb-1", 0.9, status="")  # killed: no end marker
+    by_variant, verdict = verdicts(plan, tmp_path)
+    assert by_variant["va"] == "stopped" and by_variant["vb"] == "stopped"
+    assert verdict.verdict == "inconclusive"
+
+
+def test_the_final_evaluation_of_a_completed_run_decides(sample_plan_data, tmp_path, event_log, clock):
+    plan = two_variant_plan(sample_plan_data)
+    log = event_log("va-1.jsonl", run="va-1")
+    log.run_start()
+    log.eval(step=5, metrics={"eval_rougeL": 0.5})
+    clock.hours(1)
+    log.eval(step=10, metrics={"eval_rougeL": 0.1})
+    log.run_end()
+    assert verdicts(plan, tmp_path)[0]["va"] == "failed"
+
+
+def test_a_dropped_variant_is_dropped_not_failed(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    finished_run(event_log, "va-1", 0.2)
+    event_log("campaign.jsonl").decision("after-pilot", "drop_variant", reason="cannot change the choice", variant="vb")
+    by_variant, verdict = verdicts(plan, tmp_path)
+    assert by_variant["vb"] == "dropped"
+    assert verdict.verdict == "negative"
+
+
+def test_same_run_id_with_another_configuration_is_a_problem(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    log = event_log("va-1.jsonl", run="va-1")
+    log.run_start(config={"lr": 1e-4})
+    log.run_start(config={"lr": 3e-4})
+    analysis = analyse(plan, ingest(tmp_path / "logs"))
+    assert any("different configuration" in message and "R10" in message for _, message in analysis.problems)
