@@ -186,6 +186,24 @@ def test_fast_and_line_by_line_paths_agree(tmp_path, lines):
     collector = native._Collector(native.InputFile(path="agree.jsonl", format=native.FORMAT))
     native._read_lines(data, 1, collector)
     collector.flush_rows()
-    slow_rows = sum(len(f) for f in collector.frames)
+    slow_rows = sum(t.num_rows for t in collector.tables)
     assert len(fast.metrics) == slow_rows
     assert fast.input.skipped == collector.info.skipped
+
+
+@pytest.mark.parametrize("chunk, small", [(1 << 20, 150), (700, 150), (1 << 20, 1 << 20)])
+def test_damaged_lines_are_isolated_in_large_pieces(tmp_path, monkeypatch, chunk, small):
+    monkeypatch.setattr(native, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(native, "SMALL_PIECE_BYTES", small)
+    lines = [metric_line(step, loss=float(step)) for step in range(1, 201)]
+    bad_at = {17: "junk", 90: '{"ts":"2026-11-02T09:00:00Z","type":"metric","run":"r1","step":"x","metrics":{"loss":1}}',
+              91: "", 150: '{"ts":"2026-11-02T09:00:00Z","type":"run_start","run":"r1","config":{"lr":"fast"}}'}
+    for index in sorted(bad_at, reverse=True):
+        lines.insert(index, bad_at[index])
+    log = read_text(tmp_path, ("\n".join(lines) + "\n").encode())
+    expected_lines = [i + 1 for i, l in enumerate(lines) if l.startswith('{"ts": ')]
+    assert log.metrics["line"].tolist() == expected_lines
+    assert log.metrics["loss"].tolist() == [float(s) for s in range(1, 201)]
+    assert [p.line for p in log.input.problems] == [18, 92]
+    assert log.input.skipped == 2
+    assert [e.config for e in log.events] == [{"lr": "fast"}]

@@ -1,16 +1,21 @@
 """Reader of reportgen's native JSONL event log (docs/events.md).
 
-Built for logs of millions of lines: `metric` lines, the bulk of any log, are parsed by
-pyarrow's multi-threaded JSON reader chunk by chunk and stay columnar. The rare events (run
-start/end, eval, checkpoints, stops, steps, decisions) are re-read one by one with the standard
-library, so their fields stay exactly as written. A chunk pyarrow cannot read (a damaged line,
-bad UTF-8, a value whose type changes) is read line by line instead: each bad line is counted
-and reported with its number, and every good line of the chunk is still kept.
+Built for logs of millions of lines. The file is cut into chunks at line ends and the chunks
+are parsed in parallel by pyarrow's JSON reader; `metric` lines, the bulk of any log, stay
+columnar from there to the final frame. The rare events (run start/end, eval, checkpoints,
+stops, steps, decisions) are re-read one by one with the standard library, so their fields
+stay exactly as written. A chunk pyarrow cannot read (a damaged line, bad UTF-8, a value whose
+type changes) is split in halves until the damaged lines are isolated and read one by one: each
+bad line is counted and reported with its number, and every good line is still kept, at close
+to the speed of an undamaged file.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from reportgen.model import (
@@ -33,7 +39,9 @@ from reportgen.model import (
 )
 
 FORMAT = "reportgen-events"
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 4 << 20
+# Below this size a piece that pyarrow rejects is read line by line instead of split again.
+SMALL_PIECE_BYTES = 16 << 10
 RUN_EVENTS = {"run_start", "run_end", "eval", "checkpoint_save", "checkpoint_transfer", "checkpoint_restore", "reload_test", "stop"}
 CAMPAIGN_EVENTS = {"step_start", "step_end", "decision"}
 EVENT_TYPES = {"metric"} | RUN_EVENTS | CAMPAIGN_EVENTS
@@ -41,6 +49,22 @@ _CORE_SCHEMA = pa.schema(
     [("ts", pa.timestamp("us", tz="UTC")), ("run", pa.string()), ("type", pa.string()), ("step", pa.int64())]
 )
 _PARSE_OPTIONS = pa_json.ParseOptions(explicit_schema=_CORE_SCHEMA, unexpected_field_behavior="infer")
+_BEFORE_BLANK = re.compile(rb"\n(?=[ \t\r]*\n)")
+_BLANK_INSIDE = re.compile(rb"\n[ \t\r]*\n")
+_BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
+_ROW_HINT = re.compile(r"in row (\d+)$")
+# How many times one chunk may be re-parsed around a row named by pyarrow's error before it is halved.
+MAX_ROW_HINTS = 16
+# Columns of every metric-rows table; the metric columns follow, all float64.
+_ROW_SCHEMA = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("run", pa.dictionary(pa.int32(), pa.string())),
+        ("kind", pa.dictionary(pa.int32(), pa.string())),
+        ("step", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 
 class _BadRecord(ValueError):
@@ -57,24 +81,38 @@ class NativeLog:
 
 
 @dataclass
+class _Piece:
+    """What a worker made of one part of the file; line numbers are relative to the part."""
+
+    tables: list[pa.Table] = field(default_factory=list)
+    lines: list[tuple[int, bytes]] = field(default_factory=list)  # read one by one afterwards
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    skipped: int = 0
+
+
+@dataclass
 class _Collector:
     info: InputFile
-    frames: list[pd.DataFrame] = field(default_factory=list)
+    tables: list[pa.Table] = field(default_factory=list)
     metric_rows: list[dict] = field(default_factory=list)
     events: list = field(default_factory=list)
 
     def flush_rows(self) -> None:
-        """Turn the rows read one by one into a frame like the columnar path's."""
+        """Turn the rows read one by one into a table like the columnar path's."""
         if not self.metric_rows:
             return
         rows = self.metric_rows
-        frame = pd.DataFrame({key: [row[key] for row in rows] for key in ("line", "run", "kind", "step")})
-        frame["step"] = frame["step"].astype("Int64")
-        frame["ts"] = pd.to_datetime([row["ts"] for row in rows], utc=True).astype("datetime64[us, UTC]")
-        names = sorted({key for row in rows for key in row} - {"line", "run", "kind", "step", "ts"})
+        columns = {
+            "line": pa.array([r["line"] for r in rows], pa.int64()),
+            "run": pa.array([r["run"] for r in rows], pa.string()).dictionary_encode(),
+            "kind": pa.array([r["kind"] for r in rows], pa.string()).dictionary_encode(),
+            "step": pa.array([r["step"] for r in rows], pa.int64()),
+            "ts": pa.array([r["ts"] for r in rows], pa.timestamp("us", tz="UTC")),
+        }
+        names = sorted({key for row in rows for key in row} - set(columns))
         for name in names:
-            frame[name] = metric_series(pa.array([row.get(name) for row in rows], type=pa.float64()))
-        self.frames.append(frame)
+            columns[name] = pa.array([row.get(name) for row in rows], type=pa.float64())
+        self.tables.append(pa.table(columns))
         self.metric_rows = []
 
 
@@ -94,130 +132,214 @@ def sniff(head: bytes) -> bool:
     return False
 
 
+def _chunks(buf: bytes, body: int) -> list[tuple[int, int]]:
+    """Byte ranges of about CHUNK_BYTES, each ending at a line end."""
+    out, pos = [], 0
+    while pos < body:
+        end = body if pos + CHUNK_BYTES >= body else buf.rfind(b"\n", pos, pos + CHUNK_BYTES) + 1
+        if end <= pos:  # one line longer than a chunk
+            end = buf.find(b"\n", pos) + 1
+        out.append((pos, end))
+        pos = end
+    return out
+
+
 def read(path: Path, rel: str) -> NativeLog:
     """Read one native event log; damaged lines become problems, never exceptions."""
     out = _Collector(InputFile(path=rel, format=FORMAT))
     buf = path.read_bytes()
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
-    pos, line_no = 0, 1
-    while pos < body:
-        end = body if pos + CHUNK_BYTES >= body else buf.rfind(b"\n", pos, pos + CHUNK_BYTES) + 1
-        if end <= pos:  # one line longer than a chunk
-            end = buf.find(b"\n", pos) + 1
-        _read_chunk(buf, pos, end, line_no, out)
-        line_no += buf.count(b"\n", pos, end)
-        pos = end
+    ranges = _chunks(buf, body)
+    workers = min(len(ranges), os.cpu_count() or 1) or 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pieces = list(pool.map(lambda r: _parse_range(buf, *r), ranges))
+    line_no = 1
+    for (start, end), piece in zip(ranges, pieces):
+        for table in piece.tables:
+            lines = pc.add(table.column("line"), line_no)
+            out.tables.append(table.set_column(0, "line", lines))
+        for rel_line, message in piece.problems:
+            out.info.problem(line_no + rel_line, message)
+        out.info.skipped += piece.skipped
+        for rel_line, raw in piece.lines:
+            _read_line(raw, line_no + rel_line, out)
+        line_no += buf.count(b"\n", start, end)
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line. It is read on its own.
         _read_line(buf[body:], line_no, out, unterminated=True)
     out.flush_rows()
-    frames = [f for f in out.frames if len(f)]
-    if frames:
-        metrics = pd.concat(frames, ignore_index=True, sort=False).sort_values("line", kind="stable", ignore_index=True)
-    else:
-        metrics = _empty_metrics()
-    metrics.insert(0, "path", pd.Categorical([rel] * len(metrics)))
+    metrics = _to_frame(out.tables, rel)
     out.info.records = len(metrics) + sum(1 for e in out.events if not isinstance(e, Evaluation))
     return NativeLog(input=out.info, metrics=metrics, events=out.events)
 
 
-def _empty_metrics() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "line": pd.Series(dtype="int64"),
-            "run": pd.Series(dtype="object"),
-            "kind": pd.Series(dtype="object"),
-            "step": pd.Series(dtype="Int64"),
-            "ts": pd.Series(dtype="datetime64[us, UTC]"),
-        }
-    )
-
-
-def _read_chunk(buf: bytes, start: int, end: int, first_line: int, out: _Collector) -> None:
-    chunk = memoryview(buf)[start:end]
-    try:
-        table = pa_json.read_json(pa.BufferReader(pa.py_buffer(chunk)), parse_options=_PARSE_OPTIONS)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        _read_lines(bytes(chunk), first_line, out)
-        return
-    starts, lines = _row_lines(chunk, table.num_rows)
-    if lines is None:
-        _read_lines(bytes(chunk), first_line, out)
-        return
-    types = table.column("type").to_numpy(zero_copy_only=False)
-    is_metric = types == "metric"
-    # Rare events are re-read from their own line so that every field stays as written.
-    for index in np.flatnonzero(~is_metric):
-        begin = start + int(starts[lines[index]])
-        stop = buf.find(b"\n", begin, end)
-        _read_line(buf[begin : end if stop == -1 else stop], first_line + int(lines[index]), out)
-    if is_metric.any():
-        _take_metric_rows(table.filter(pa.array(is_metric)), first_line + lines[is_metric], out)
-
-
-def _row_lines(chunk: memoryview, rows: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Start offset of each line, and the line index of each row pyarrow returned (it skips
-    blank lines); None when the two cannot be matched with certainty."""
-    data = np.frombuffer(chunk, dtype=np.uint8)
-    newlines = np.flatnonzero(data == 10)
-    starts = np.concatenate(([0], newlines[:-1] + 1)) if newlines.size else np.zeros(1, dtype=np.int64)
-    if rows == len(starts):
-        return starts, np.arange(rows, dtype=np.int64)
-    lengths = newlines - starts
-    blank = (lengths == 0) | ((lengths == 1) & (data[starts] == 13))
-    kept = np.flatnonzero(~blank)
-    return starts, (kept if len(kept) == rows else None)
-
-
-def _take_metric_rows(rows: pa.Table, lines: np.ndarray, out: _Collector) -> None:
-    info = out.info
+def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
+    """One frame of metric rows in line order; metric columns keep NaN apart from missing."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        table = _ROW_SCHEMA.empty_table()
+    else:
+        table = pa.concat_tables(tables, promote_options="default")
+        lines = table.column("line").to_numpy()
+        if lines.size > 1 and (np.diff(lines) < 0).any():
+            table = table.take(np.argsort(lines, kind="stable"))
+    core = {name: table.column(name) for name in _ROW_SCHEMA.names}
     frame = pd.DataFrame(
         {
-            "line": lines,
-            "run": rows.column("run").to_pandas(),
-            "kind": "metric",
-            "step": rows.column("step").to_pandas().astype("Int64"),
-            "ts": rows.column("ts").to_pandas(),
+            "path": pd.Categorical.from_codes(np.zeros(table.num_rows, dtype=np.int8), [rel]),
+            "line": core["line"].to_numpy(),
+            "run": core["run"].to_pandas(),
+            "kind": core["kind"].to_pandas(),
+            "step": core["step"].to_pandas().astype("Int64"),
+            "ts": core["ts"].to_pandas(),
         }
     )
-    values = _metric_columns(rows, lines, info)
-    for name, column in (values or {}).items():
-        frame[name] = column
-    if values is None:
-        no_metrics = np.ones(len(frame), dtype=bool)
-    else:
-        no_metrics = rows.column("metrics").is_null().to_numpy(zero_copy_only=False)
-    bad = no_metrics | frame["ts"].isna() | frame["run"].isna() | frame["step"].isna()
-    if bad.any():
-        for line, ts, run, empty in zip(frame["line"][bad], frame["ts"][bad], frame["run"][bad], no_metrics[bad.to_numpy()]):
-            key = "metrics" if empty else "ts" if pd.isna(ts) else "run" if pd.isna(run) else "step"
-            info.problem(int(line), f"'metric' event needs '{key}'; line skipped")
-        info.skipped += int(bad.sum())
-        frame = frame[~bad]
-    out.frames.append(frame)
+    for name in table.column_names:
+        if name not in core:
+            frame[name] = metric_series(table.column(name))
+    return frame
 
 
-def metric_series(values: pa.Array) -> pd.Series:
+def metric_series(values: pa.ChunkedArray | pa.Array) -> pd.Series:
     """Metric values keep both NaN (logged non-finite) and null (not logged at that step)."""
     return pd.Series(pd.arrays.ArrowExtensionArray(values))
 
 
-def _metric_columns(rows: pa.Table, lines: np.ndarray, info: InputFile) -> dict[str, pd.Series] | None:
-    if "metrics" not in rows.column_names or not pa.types.is_struct(rows.schema.field("metrics").type):
+def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
+    piece = _Piece()
+    _parse_piece(buf, start, end, 0, piece, hints=MAX_ROW_HINTS)
+    return piece
+
+
+def _hinted_line(error: Exception, buf: bytes, start: int, end: int, newlines: int) -> tuple[int, int, int] | None:
+    """(line index, start, end) of the row a pyarrow parse error names, when it can be trusted:
+    the piece is one block and has no blank lines, so rows and lines coincide."""
+    match = _ROW_HINT.search(str(error))
+    if match is None or int(match.group(1)) >= newlines:
         return None
-    struct = rows.column("metrics").combine_chunks()
-    out: dict[str, pd.Series] = {}
+    if _BLANK_FIRST.match(buf, start, end) or _BLANK_INSIDE.search(buf, start, end):
+        return None
+    index = int(match.group(1))
+    begin = start
+    for _ in range(index):
+        begin = buf.index(b"\n", begin, end) + 1
+    return index, begin, buf.index(b"\n", begin, end) + 1
+
+
+def _parse_piece(buf: bytes, start: int, end: int, first: int, piece: _Piece, hints: int) -> None:
+    """Parse buf[start:end] (whole lines; `first` = its first line, relative) into `piece`.
+
+    When pyarrow rejects a piece, the row its error names (if any) is set aside to be read on
+    its own and the lines around it are parsed in bulk again; otherwise, or after `hints` such
+    retries, the piece is halved until the damage is isolated.
+    """
+    view = memoryview(buf)[start:end]
+    newlines = buf.count(b"\n", start, end)
+    try:
+        table = pa_json.read_json(
+            pa.BufferReader(pa.py_buffer(view)),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=max(end - start, 1 << 16)),
+            parse_options=_PARSE_OPTIONS,
+        )
+        rows = _row_lines(view, table.num_rows, newlines)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        table, rows = None, None
+        hinted = _hinted_line(error, buf, start, end, newlines) if hints and newlines > 1 else None
+        if hinted is not None:
+            index, begin, stop = hinted
+            if begin > start:
+                _parse_piece(buf, start, begin, first, piece, hints - 1)
+            piece.lines.append((first + index, buf[begin : stop - 1]))
+            if stop < end:
+                _parse_piece(buf, stop, end, first + index + 1, piece, hints - 1)
+            return
+    if rows is None:
+        if end - start <= SMALL_PIECE_BYTES or newlines <= 1:
+            for offset, raw in enumerate(bytes(view).split(b"\n")[:-1]):
+                piece.lines.append((first + offset, raw))
+            return
+        middle = buf.rfind(b"\n", start, start + (end - start) // 2) + 1
+        if middle <= start:
+            middle = buf.find(b"\n", start, end) + 1
+        _parse_piece(buf, start, middle, first, piece, hints)
+        _parse_piece(buf, middle, end, first + buf.count(b"\n", start, middle), piece, hints)
+        return
+    line_index, starts = rows
+    types = table.column("type")
+    is_metric = pc.fill_null(pc.equal(types, "metric"), False).to_numpy(zero_copy_only=False)
+    if not is_metric.all():
+        if starts is None:
+            starts = _line_starts(view)
+        for row in np.flatnonzero(~is_metric):
+            index = int(line_index[row])
+            begin = int(starts[index])
+            stop = buf.find(b"\n", start + begin, end) - start
+            piece.lines.append((first + index, bytes(view[begin:stop])))
+    if is_metric.any():
+        _metric_rows(table.filter(pa.array(is_metric)), line_index[is_metric] + first, piece)
+
+
+def _line_starts(view: memoryview) -> np.ndarray:
+    newlines = np.flatnonzero(np.frombuffer(view, dtype=np.uint8) == 10)
+    return np.concatenate(([0], newlines[:-1] + 1))
+
+
+def _row_lines(view: memoryview, rows: int, newlines: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Line index of each row pyarrow returned (it skips blank lines), with the line starts when
+    they had to be computed; None when rows and lines cannot be matched with certainty."""
+    if rows == newlines:
+        return np.arange(rows, dtype=np.int64), None
+    data = bytes(view)
+    blank_starts = {m.start() + 1 for m in _BEFORE_BLANK.finditer(data)}
+    if _BLANK_FIRST.match(data):
+        blank_starts.add(0)
+    starts = _line_starts(view)
+    kept = np.array([i for i, s in enumerate(starts) if int(s) not in blank_starts], dtype=np.int64)
+    if len(kept) != rows:
+        return None
+    return kept, starts
+
+
+def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
+    """The columnar path: metric rows as a table; rows missing a key become problems."""
+    metrics = rows.column("metrics") if "metrics" in rows.column_names else None
+    if metrics is None or not pa.types.is_struct(metrics.type):
+        for line in lines:
+            piece.problems.append((int(line), "'metric' event needs 'metrics' (an object of numbers); line skipped"))
+        piece.skipped += len(lines)
+        return
+    missing = {
+        "metrics": metrics.is_null(),
+        "ts": rows.column("ts").is_null(),
+        "run": rows.column("run").is_null(),
+        "step": rows.column("step").is_null(),
+    }
+    bad = np.zeros(rows.num_rows, dtype=bool)
+    for key, mask in missing.items():
+        mask = mask.to_numpy(zero_copy_only=False)
+        for line in lines[mask & ~bad]:
+            piece.problems.append((int(line), f"'metric' event needs '{key}'; line skipped"))
+        bad |= mask
+    piece.skipped += int(bad.sum())
+    keep = pa.array(~bad)
+    columns = {
+        "line": pa.array(lines[~bad], pa.int64()),
+        "run": rows.column("run").filter(keep).dictionary_encode(),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(np.zeros(int((~bad).sum()), dtype=np.int32)), pa.array(["metric"])),
+        "step": rows.column("step").filter(keep),
+        "ts": rows.column("ts").filter(keep),
+    }
+    struct = metrics.filter(keep).combine_chunks()
     for child_field, child in zip(struct.type, struct.flatten()):
         if pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type):
-            out[child_field.name] = metric_series(child.cast(pa.float64()))
+            columns[child_field.name] = child.cast(pa.float64())
         else:
             present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
             if present.size:
-                info.problem(
-                    int(lines[present[0]]),
-                    f"metrics.{child_field.name} is not a number ({present.size} values ignored)",
+                piece.problems.append(
+                    (int(lines[~bad][present[0]]), f"metrics.{child_field.name} is not a number ({present.size} values ignored)")
                 )
-    return out
+    piece.tables.append(pa.table(columns))
 
 
 def _parse_time(value: object) -> datetime:
