@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
-from reportgen.ingest import ingest
+from reportgen.ingest import excerpts, ingest
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.output import SiteWriter, check_output
-from reportgen.render.report import build_report
+from reportgen.render.report import build_report, cited_lines
 from reportgen.render.site import PlanSource, write_site
 
 Progress = Callable[[str], None]
@@ -54,9 +54,10 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
         text=built.plan.text,
         frozen_text=built.frozen.plan.text if built.frozen else None,
     )
+    sources = excerpts(logs, cited_lines(built.report))
     writer = SiteWriter(out)
     try:
-        write_site(built.report, source, writer, templates, progress)
+        write_site(built.report, source, sources, writer, templates, progress)
         writer.commit()
     except BaseException:
         writer.abort()

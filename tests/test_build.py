@@ -105,12 +105,27 @@ def test_plotly_is_shipped_once_and_never_inlined(sample_site):
 
 
 def test_links_are_relative_and_local(sample_site):
-    for page in sample_site.glob("*.html"):
-        for link in re.findall(r'(?:href|src)="([^"]*)"', page.read_text()):
+    pages = list(sample_site.rglob("*.html"))
+    assert any(p.parent.name == "evidence" for p in pages)
+    for page in pages:
+        html = page.read_text()
+        for link in re.findall(r'(?:href|src)="([^"]*)"', html):
             assert not link.startswith(("/", "http:", "https:", "//")), (page.name, link)
-            target = link.split("#")[0]
-            if target:
-                assert (sample_site / target).exists(), (page.name, link)
+            target, _, fragment = link.partition("#")
+            resolved = (page.parent / target) if target else page
+            assert resolved.exists(), (page.name, link)
+            if fragment and resolved.suffix == ".html":
+                assert f'id="{fragment}"' in resolved.read_text(), (page.name, link)
+
+
+def test_evidence_links_open_the_cited_line(sample_site, report):
+    stop = report["stops"][0]["evidence"][0]
+    html = (sample_site / "index.html").read_text()
+    link = re.search(r'href="(evidence/[^"#]+\.html)#L%d"' % stop["line"], html)
+    assert link, "the stop's evidence is linked to its line"
+    evidence = (sample_site / link.group(1)).read_text()
+    cited = re.search(r'<span id="L%d" class="line cited">(.*?)</span>\n' % stop["line"], evidence)
+    assert cited and "S1-nonfinite" in cited.group(1)
 
 
 def test_two_builds_with_the_same_source_date_epoch_are_byte_identical(tmp_path, sample_site):

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -178,3 +179,47 @@ def _build_runs(campaign: Campaign) -> None:
         if run.ended_at is None:
             run.last_seen_at = max(run.last_seen_at or event.at, event.at)
     campaign.runs = dict(sorted(campaign.runs.items()))
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Lines of one input file around cited lines, for the site's evidence pages."""
+
+    first_line: int
+    lines: tuple[str, ...]
+    cited: frozenset[int]
+
+
+MAX_EXCERPT_LINE = 400
+
+
+def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[str, list[Excerpt]]:
+    """The cited lines of each file with `context` lines around them (reads only what it needs)."""
+    out: dict[str, list[Excerpt]] = {}
+    for rel, lines in sorted(cited.items()):
+        wanted = sorted(n for n in lines if n and n > 0)
+        path = logs / rel
+        if not wanted or not path.is_file():
+            continue
+        ranges: list[list[int]] = []
+        for n in wanted:
+            lo, hi = max(1, n - context), n + context
+            if ranges and lo <= ranges[-1][1] + 1:
+                ranges[-1][1] = hi
+            else:
+                ranges.append([lo, hi])
+        texts: dict[int, str] = {}
+        last = ranges[-1][1]
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if number > last:
+                    break
+                if any(lo <= number <= hi for lo, hi in ranges):
+                    text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                    texts[number] = text if len(text) <= MAX_EXCERPT_LINE else text[:MAX_EXCERPT_LINE] + " …"
+        out[rel] = [
+            Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi))
+            for lo, hi in ranges
+            if lo in texts
+        ]
+    return out

@@ -242,3 +242,24 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
     }
+
+
+def cited_lines(report: dict) -> dict[str, set[int]]:
+    """Every (file, line) the report cites as evidence, by file."""
+    cited: dict[str, set[int]] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "evidence" and isinstance(value, list):
+                    for item in value:
+                        if item.get("line"):
+                            cited.setdefault(item["path"], set()).add(item["line"])
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(report)
+    return cited

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from reportgen.errors import BuildError
+from reportgen.ingest import Excerpt
 from reportgen.render import charts
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
@@ -109,8 +110,8 @@ def _render(env: jinja2.Environment, name: str, **context) -> str:
         raise BuildError(f"template {name}: {exc}") from None
 
 
-def write_site(report: dict, plan_source: PlanSource, writer: SiteWriter, custom_templates: Path | None = None,
-               progress: Callable[[str], None] | None = None) -> None:
+def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
+               custom_templates: Path | None = None, progress: Callable[[str], None] | None = None) -> None:
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     extra = {
@@ -122,6 +123,11 @@ def write_site(report: dict, plan_source: PlanSource, writer: SiteWriter, custom
         writer.write(file, html)
         if progress:
             progress(file)
+    # Evidence pages: the cited lines of each input, so every verdict is a click from its source.
+    for path, parts in sorted(sources.items()):
+        page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../")
+        html = _render(env, "evidence.html", report=report, page=page, nav=nav, path=path, excerpts=parts)
+        writer.write(page.file, html)
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts.PLOTLY_ASSET, charts.plotly_js())
