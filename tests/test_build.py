@@ -274,3 +274,21 @@ def test_installed_command_builds_from_any_folder(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_pipes_and_links_out_of_logs_are_reported_not_read(tmp_path):
+    import os
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.mkfifo(logs / "pipe")
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"ts":"2026-11-02T09:00:00Z","type":"run_start","run":"outside"}\n')
+    (logs / "link.jsonl").symlink_to(secret)
+    result = invoke("build", logs, SAMPLE_PLAN, "-o", tmp_path / "site", "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "site" / "report.json").read_text())
+    messages = {i["path"]: [p["message"] for p in i["problems"]] for i in report["inputs"]}
+    assert messages["pipe"] == ["not a regular file; not read"]
+    assert messages["link.jsonl"] == ["a link to a file outside LOGS; not read"]
+    assert report["runs"] == []

@@ -167,3 +167,33 @@ def test_check_warns_when_the_schedule_leaves_out_loading_evaluation_or_outputs(
     assert result.exit_code == 0, result.output
     assert "warning: schedule.steps: no step of kind 'loading'" in result.output
     assert "no step of kind 'outputs'" in result.output
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
+def test_any_plan_bytes_give_a_plan_or_a_plan_error(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("fuzz") / "plan.yaml"
+    path.write_bytes(content)
+    try:
+        load_plan(path)
+    except PlanError as error:
+        assert error.errors and all(line.startswith(str(path)) for line in error.errors)
+
+
+@settings(max_examples=100, deadline=None)
+@given(key=st.sampled_from(["campaign", "quality", "order", "schedule", "variants"]),
+       value=st.one_of(st.none(), st.integers(), st.text(max_size=20), st.lists(st.integers(), max_size=3)))
+def test_wrong_section_values_are_plan_errors_naming_the_key(tmp_path_factory, key, value):
+    import yaml
+
+    data = yaml.safe_load(SAMPLE_PLAN.read_text())
+    data[key] = value
+    path = tmp_path_factory.mktemp("fuzz") / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PlanError) as info:
+        load_plan(path)
+    assert any(f": {key}" in line for line in info.value.errors)

@@ -62,6 +62,11 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         rel = path.relative_to(logs).as_posix()
         if path.resolve() in excluded:
             continue
+        if not path.is_file():  # a pipe, socket or device would block or never end
+            info = InputFile(path=rel, format=None)
+            info.problem(None, "not a regular file; not read")
+            campaign.inputs.append(info)
+            continue
         if path.is_symlink() and not path.resolve().is_relative_to(root):
             info = InputFile(path=rel, format=None)
             info.problem(None, "a link to a file outside LOGS; not read")

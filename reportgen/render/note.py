@@ -46,7 +46,7 @@ def order_note(report: dict) -> str:
         f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
     ]
     if next_steps:
-        lines.append("- Next: " + _clip("; ".join(next_steps), 500))
+        lines.append("- Next: " + _clip("; ".join(step.rstrip(".") for step in next_steps) + ".", 500))
     lines.append("- Full report: index.html and report.json of the published site.")
     note = "\n".join(lines) + "\n"
     return note if len(note) <= MAX_CHARS else note[: MAX_CHARS - 2].rstrip() + "…\n"

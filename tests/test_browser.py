@@ -1,0 +1,46 @@
+"""The built site in a real browser (headless Chromium), opened from file:// with no network."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import cli
+
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--virtual-time-budget=8000",
+]
+
+if CHROMIUM is None and os.environ.get("CI"):
+    pytest.fail("CI must run the browser test: install Debian's chromium package (.ci/run does)", pytrace=False)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+
+
+def rendered_dom(page, tmp_path) -> str:
+    result = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_schedule_gantt_is_drawn_from_the_shipped_plotly_over_file_urls(tmp_path):
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    dom = rendered_dom(site / "schedule.html", tmp_path)
+    assert 'class="main-svg"' in dom, "plotly did not draw the chart"
+    bars = re.findall(r'<g class="point"', dom)
+    # 12 planned steps, 11 measured (the dropped exploratory step never ran).
+    assert len(bars) == 12 + 11
+    assert "end of rented window" in dom
