@@ -63,22 +63,16 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         if path.resolve() in excluded:
             continue
         if not path.is_file():  # a pipe, socket or device would block or never end
-            info = InputFile(path=rel, format=None)
-            info.problem(None, "not a regular file; not read")
-            campaign.inputs.append(info)
+            _unread(campaign, rel, "not a regular file; not read")
             continue
         if path.is_symlink() and not path.resolve().is_relative_to(root):
-            info = InputFile(path=rel, format=None)
-            info.problem(None, "a link to a file outside LOGS; not read")
-            campaign.inputs.append(info)
+            _unread(campaign, rel, "a link to a file outside LOGS; not read")
             continue
         try:
             with path.open("rb") as handle:
                 head = handle.read(SNIFF_BYTES)
         except OSError as exc:
-            info = InputFile(path=rel, format=None)
-            info.problem(None, f"cannot be read: {exc.strerror}")
-            campaign.inputs.append(info)
+            _unread(campaign, rel, f"cannot be read: {exc.strerror}")
             continue
         if native.sniff(head):
             log = native.read(path, rel)
@@ -98,22 +92,28 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     return campaign
 
 
+# Where each kind of rare event is kept in the campaign model.
+_EVENT_LISTS = {
+    RunEvent: "run_events",
+    Evaluation: "evaluations",
+    CheckpointOp: "checkpoint_ops",
+    ReloadTest: "reload_tests",
+    LoggedStop: "stops",
+    StepMark: "step_marks",
+    LoggedDecision: "decisions",
+}
+
+
 def _add_events(campaign: Campaign, events: list) -> None:
     for event in events:
-        if isinstance(event, RunEvent):
-            campaign.run_events.append(event)
-        elif isinstance(event, Evaluation):
-            campaign.evaluations.append(event)
-        elif isinstance(event, CheckpointOp):
-            campaign.checkpoint_ops.append(event)
-        elif isinstance(event, ReloadTest):
-            campaign.reload_tests.append(event)
-        elif isinstance(event, LoggedStop):
-            campaign.stops.append(event)
-        elif isinstance(event, StepMark):
-            campaign.step_marks.append(event)
-        elif isinstance(event, LoggedDecision):
-            campaign.decisions.append(event)
+        getattr(campaign, _EVENT_LISTS[type(event)]).append(event)
+
+
+def _unread(campaign: Campaign, rel: str, message: str) -> None:
+    """A file that is listed but not read, with the reason."""
+    info = InputFile(path=rel, format=None)
+    info.problem(None, message)
+    campaign.inputs.append(info)
 
 
 def _run(campaign: Campaign, run_id: str) -> Run:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from reportgen.model import (
+    METRIC_FRAME_COLUMNS,
     CheckpointOp,
     Evaluation,
     Evidence,
@@ -331,7 +332,13 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
     }
     struct = metrics.filter(keep).combine_chunks()
     for child_field, child in zip(struct.type, struct.flatten()):
-        if pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type):
+        if child_field.name in METRIC_FRAME_COLUMNS:
+            present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
+            if present.size:
+                piece.problems.append(
+                    (int(lines[~bad][present[0]]), f"metrics.{child_field.name} has the name of a reserved column ({present.size} values ignored)")
+                )
+        elif pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type):
             columns[child_field.name] = child.cast(pa.float64())
         else:
             present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
@@ -381,7 +388,9 @@ def _numeric_metrics(record: dict, line: int, info: InputFile) -> dict[str, floa
         raise _BadRecord(f"'{record['type']}' event needs 'metrics' (an object of numbers)")
     out = {}
     for name, value in metrics.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if name in METRIC_FRAME_COLUMNS:
+            info.problem(line, f"metrics.{name} has the name of a reserved column; value ignored")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
             out[name] = float(value)
         elif value is not None:
             info.problem(line, f"metrics.{name} is not a number ({value!r}); value ignored")
