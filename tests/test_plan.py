@@ -197,3 +197,13 @@ def test_wrong_section_values_are_plan_errors_naming_the_key(tmp_path_factory, k
     with pytest.raises(PlanError) as info:
         load_plan(path)
     assert any(f": {key}" in line for line in info.value.errors)
+
+
+def test_reference_errors_are_reported_together_with_field_errors(sample_plan_data, write_plan):
+    def edit(d):
+        d["quality"]["threshold"] = "high"
+        d["schedule"]["steps"][4]["depends_on"] = ["pilott"]
+
+    errors = error_lines(write_plan(sample_plan_data, edit))
+    assert any("quality.threshold" in e for e in errors)
+    assert any("schedule.steps[4].depends_on[0]: unknown step 'pilott'; did you mean 'pilot'?" in e for e in errors)

@@ -139,7 +139,7 @@ def _suggest(word: str, choices: list[str]) -> str:
     return "valid keys here: " + ", ".join(choices)
 
 
-def _schema_errors(path: Path, lines: dict[KeyPath, int], exc: ValidationError) -> list[str]:
+def _schema_errors(path: Path, lines: dict[KeyPath, int], exc: ValidationError) -> list[tuple[int, str]]:
     messages = []
     for error in exc.errors(include_url=False):
         loc: KeyPath = tuple(error["loc"])
@@ -158,109 +158,132 @@ def _schema_errors(path: Path, lines: dict[KeyPath, int], exc: ValidationError) 
             shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) or value is None else ""
             detail = f"{error['msg']}{shown}"
         messages.append((line or 0, f"{where}: {key}: {detail}"))
-    return [message for _, message in sorted(messages, key=lambda item: item[0])]
+    return messages
 
 
-def _cross_errors(plan: Plan) -> list[tuple[KeyPath, str]]:
-    """Rules between fields, checked once every field is valid (ids, references, resources)."""
+def _items(data: object, *keys: str) -> list[tuple[int, dict]]:
+    """(index, mapping) of the list at data[keys...], skipping anything of the wrong shape."""
+    node = data
+    for key in keys:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, list):
+        return []
+    return [(index, item) for index, item in enumerate(node) if isinstance(item, dict)]
+
+
+def _ids(items: list[tuple[int, dict]]) -> list[str]:
+    return [item["id"] for _, item in items if isinstance(item.get("id"), str)]
+
+
+def _gpu_names(data: dict) -> list[str]:
+    """GPU names as Plan.gpu_names() gives them, from raw data."""
+    names: list[str] = []
+    for _, lot in _items(data, "order", "lots"):
+        given = lot.get("gpu_names")
+        if isinstance(given, list):
+            names.extend(str(name) for name in given)
+        else:
+            count = lot.get("gpus", 1)
+            first = len(names)
+            names.extend(f"gpu{first + i}" for i in range(count if isinstance(count, int) and 0 < count < 1000 else 1))
+    return names
+
+
+def _cross_errors(data: dict) -> list[tuple[KeyPath, str]]:
+    """Rules between fields (unique ids, references, resources, currencies).
+
+    They read the raw data defensively, so they are reported together with the field errors
+    instead of only after those are fixed.
+    """
     errors: list[tuple[KeyPath, str]] = []
+    variants = _items(data, "variants")
+    steps = _items(data, "schedule", "steps")
+    step_ids, variant_ids = _ids(steps), _ids(variants)
 
-    def unique(section: str, items: list) -> None:
+    def unique(path: KeyPath, items: list[tuple[int, dict]]) -> None:
         seen: set[str] = set()
-        for index, item in enumerate(items):
-            if item.id in seen:
-                errors.append(((section, index, "id"), f"'{item.id}' is used twice; ids must be unique"))
-            seen.add(item.id)
+        for index, item in items:
+            value = item.get("id")
+            if isinstance(value, str) and value in seen:
+                errors.append((path + (index, "id"), f"'{value}' is used twice; ids must be unique"))
+            seen.add(value)
 
-    steps = plan.schedule.steps
-    unique("variants", plan.variants)
-    unique("stop_rules", plan.stop_rules)
-    for index, step in enumerate(steps):
-        if step.id in {s.id for s in steps[:index]}:
-            errors.append((("schedule", "steps", index, "id"), f"'{step.id}' is used twice; ids must be unique"))
-    unique("decision_points", plan.decision_points)
-    unique("deliverables", plan.deliverables)
-
-    step_ids = [s.id for s in steps]
-    variant_ids = [v.id for v in plan.variants]
-
-    def known(path: KeyPath, value: str, choices: list[str], what: str) -> None:
-        if value not in choices:
+    def known(path: KeyPath, value: object, choices: list[str], what: str) -> None:
+        if isinstance(value, str) and value not in choices:
             close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'?" if close else f"the plan's {what}s are: {', '.join(choices) or 'none'}"
             errors.append((path, f"unknown {what} '{value}'; {hint}"))
 
-    gpu_names: list[str] = []
-    for index, lot in enumerate(plan.order.lots):
-        if lot.gpu_names is not None and len(lot.gpu_names) != lot.gpus:
-            errors.append(
-                (("order", "lots", index, "gpu_names"), f"names {len(lot.gpu_names)} GPUs but the lot holds gpus: {lot.gpus}")
-            )
-        currency = lot.currency or plan.order.currency
-        if currency != plan.order.currency:
-            errors.append(
-                (
-                    ("order", "lots", index, "currency"),
-                    f"{currency} differs from the order's {plan.order.currency}; reportgen never converts currencies",
-                )
-            )
-    for name in plan.gpu_names():
-        if name in gpu_names or name in MACHINE_RESOURCES or name == HUMAN_RESOURCE:
-            errors.append((("order", "lots"), f"GPU name '{name}' is used twice or is reserved"))
-        gpu_names.append(name)
+    for section in ("variants", "stop_rules", "decision_points", "deliverables"):
+        unique((section,), _items(data, section))
+    unique(("schedule", "steps"), steps)
 
-    for index, step in enumerate(steps):
+    order = data.get("order") if isinstance(data.get("order"), dict) else {}
+    currency = order.get("currency", "USD")
+    for index, lot in _items(data, "order", "lots"):
+        names, count = lot.get("gpu_names"), lot.get("gpus", 1)
+        if isinstance(names, list) and isinstance(count, int) and len(names) != count:
+            errors.append((("order", "lots", index, "gpu_names"), f"names {len(names)} GPUs but the lot holds gpus: {count}"))
+    for section in ("lots", "other_costs"):
+        for index, item in _items(data, "order", section):
+            own = item.get("currency")
+            if isinstance(own, str) and isinstance(currency, str) and own != currency:
+                errors.append(
+                    (("order", section, index, "currency"),
+                     f"{own} differs from the order's {currency}; reportgen never converts currencies")
+                )
+    gpu_names = _gpu_names(data)
+    seen_gpus: set[str] = set()
+    for name in gpu_names:
+        if name in seen_gpus or name in MACHINE_RESOURCES or name == HUMAN_RESOURCE:
+            errors.append((("order", "lots"), f"GPU name '{name}' is used twice or is reserved"))
+        seen_gpus.add(name)
+
+    for index, step in steps:
         base: KeyPath = ("schedule", "steps", index)
-        if step.resource not in (*MACHINE_RESOURCES, HUMAN_RESOURCE) and step.resource not in gpu_names:
-            close = difflib.get_close_matches(step.resource, gpu_names, n=1, cutoff=0.6)
+        resource = step.get("resource")
+        if isinstance(resource, str) and resource not in (*MACHINE_RESOURCES, HUMAN_RESOURCE, *gpu_names):
+            close = difflib.get_close_matches(resource, gpu_names, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'? " if close else ""
             errors.append(
-                (
-                    base + ("resource",),
-                    f"unknown GPU '{step.resource}'; {hint}the plan's GPUs are: {', '.join(gpu_names)} "
-                    f"(other resources: cpu, human)",
-                )
+                (base + ("resource",),
+                 f"unknown GPU '{resource}'; {hint}the plan's GPUs are: {', '.join(gpu_names)} (other resources: cpu, human)")
             )
-        for dep_index, dep in enumerate(step.depends_on):
-            if dep == step.id:
+        depends = step.get("depends_on")
+        for dep_index, dep in enumerate(depends if isinstance(depends, list) else []):
+            if dep == step.get("id"):
                 errors.append((base + ("depends_on", dep_index), "a step cannot depend on itself"))
             else:
                 known(base + ("depends_on", dep_index), dep, step_ids, "step")
-        if step.variant is not None:
-            known(base + ("variant",), step.variant, variant_ids, "variant")
+        known(base + ("variant",), step.get("variant"), variant_ids, "variant")
 
-    cycle = _find_cycle(plan)
+    cycle = _find_cycle(steps)
     if cycle:
-        index = step_ids.index(cycle[0])
-        errors.append((("schedule", "steps", index, "depends_on"), "dependency cycle: " + " -> ".join(cycle)))
+        errors.append((("schedule", "steps", step_ids.index(cycle[0]), "depends_on"), "dependency cycle: " + " -> ".join(cycle)))
 
-    for index, point in enumerate(plan.decision_points):
-        known(("decision_points", index, "after"), point.after, step_ids, "step")
-    for index, deliverable in enumerate(plan.deliverables):
-        if deliverable.variant is not None:
-            known(("deliverables", index, "variant"), deliverable.variant, variant_ids, "variant")
-    for index, rule in enumerate(plan.stop_rules):
-        for v_index, variant in enumerate(rule.variants or []):
+    for index, point in _items(data, "decision_points"):
+        known(("decision_points", index, "after"), point.get("after"), step_ids, "step")
+    for index, deliverable in _items(data, "deliverables"):
+        known(("deliverables", index, "variant"), deliverable.get("variant"), variant_ids, "variant")
+    for index, rule in _items(data, "stop_rules"):
+        listed = rule.get("variants")
+        for v_index, variant in enumerate(listed if isinstance(listed, list) else []):
             known(("stop_rules", index, "variants", v_index), variant, variant_ids, "variant")
-    for index, cost in enumerate(plan.order.other_costs):
-        if (cost.currency or plan.order.currency) != plan.order.currency:
-            errors.append(
-                (
-                    ("order", "other_costs", index, "currency"),
-                    f"{cost.currency} differs from the order's {plan.order.currency}; reportgen never converts currencies",
-                )
-            )
     return errors
 
 
-def _find_cycle(plan: Plan) -> list[str] | None:
-    depends = {s.id: [d for d in s.depends_on if plan.step(d) is not None] for s in plan.schedule.steps}
+def _find_cycle(steps: list[tuple[int, dict]]) -> list[str] | None:
+    depends: dict[str, list[str]] = {}
+    for _, step in steps:
+        if isinstance(step.get("id"), str):
+            listed = step.get("depends_on")
+            depends[step["id"]] = [d for d in (listed if isinstance(listed, list) else []) if isinstance(d, str)]
     done: set[str] = set()
 
     def visit(node: str, trail: list[str]) -> list[str] | None:
         if node in trail:
             return trail[trail.index(node):] + [node]
-        if node in done:
+        if node in done or node not in depends:
             return None
         for dep in depends[node]:
             found = visit(dep, trail + [node])
@@ -287,15 +310,16 @@ def parse_plan(path: Path, raw: bytes, text: str) -> LoadedPlan:
     data, lines = _parse_yaml(path, text)
     if not isinstance(data, dict):
         raise PlanError(str(path), [f"{path}:1: the plan must be a mapping of sections (campaign, corpus, ...)"])
+    errors: list[tuple[int, str]] = []
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError(str(path), _schema_errors(path, lines, exc)) from None
-    cross = _cross_errors(plan)
-    if cross:
-        ordered = sorted(cross, key=lambda item: line_of(lines, item[0]) or 0)
-        raise PlanError(
-            str(path),
-            [f"{path}:{line_of(lines, key) or 1}: {format_key(key)}: {message}" for key, message in ordered],
-        )
+        plan = None
+        errors.extend(_schema_errors(path, lines, exc))
+    for key, message in _cross_errors(data):
+        line = line_of(lines, key) or 1
+        errors.append((line, f"{path}:{line}: {format_key(key)}: {message}"))
+    if errors or plan is None:
+        ordered = sorted(dict.fromkeys(errors), key=lambda item: item[0])
+        raise PlanError(str(path), [message for _, message in ordered])
     return LoadedPlan(plan=plan, path=path, text=text, sha256=hashlib.sha256(raw).hexdigest(), lines=lines)
