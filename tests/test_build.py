@@ -124,7 +124,7 @@ def test_evidence_links_open_the_cited_line(sample_site, report):
     link = re.search(r'href="(evidence/[^"#]+\.html)#L%d"' % stop["line"], html)
     assert link, "the stop's evidence is linked to its line"
     evidence = (sample_site / link.group(1)).read_text()
-    cited = re.search(r'<span id="L%d" class="line cited">(.*?)</span>\n' % stop["line"], evidence)
+    cited = re.search(r'<span id="L%d" class="line cited"><span class="ln">\d+</span>(.*?)</span>' % stop["line"], evidence)
     assert cited and "S1-nonfinite" in cited.group(1)
 
 

@@ -245,7 +245,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
 
 
 def cited_lines(report: dict) -> dict[str, set[int]]:
-    """Every (file, line) the report cites as evidence, by file."""
+    """Every (file, line) the report cites as evidence or as a problem, by file."""
     cited: dict[str, set[int]] = {}
 
     def walk(node: object) -> None:
@@ -262,4 +262,7 @@ def cited_lines(report: dict) -> dict[str, set[int]]:
                 walk(item)
 
     walk(report)
+    for problem in report.get("problems", []):  # a damaged line is shown as it was read
+        if problem.get("path") and problem.get("line"):
+            cited.setdefault(problem["path"], set()).add(problem["line"])
     return cited
