@@ -219,3 +219,14 @@ def test_a_metric_named_like_a_reserved_column_is_reported_and_ignored(tmp_path,
     assert log.metrics["step"].tolist() == [7, 8]
     assert any("metrics.ts has the name of a reserved column" in p.message for p in log.input.problems)
     assert log.metrics["ts"].notna().all()
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 120])
+def test_lines_that_are_not_objects_never_reach_the_bulk_parser(tmp_path, monkeypatch, chunk):
+    # pyarrow's JSON reader crashes the process on a bare `null` at the start of a block.
+    monkeypatch.setattr(native, "CHUNK_BYTES", chunk)
+    lines = ["null", metric_line(1, loss=1.0), "null x", "  " + metric_line(2, loss=2.0), "[1]", "\r", metric_line(3, loss=3.0), "nulle0N"]
+    log = read_text(tmp_path, ("\n".join(lines) + "\n").encode())
+    assert log.metrics["step"].tolist() == [1, 2, 3]
+    assert log.metrics["line"].tolist() == [2, 4, 7]
+    assert sorted(p.line for p in log.input.problems) == [1, 3, 5, 8]

@@ -50,6 +50,7 @@ _CORE_SCHEMA = pa.schema(
     [("ts", pa.timestamp("us", tz="UTC")), ("run", pa.string()), ("type", pa.string()), ("step", pa.int64())]
 )
 _PARSE_OPTIONS = pa_json.ParseOptions(explicit_schema=_CORE_SCHEMA, unexpected_field_behavior="infer")
+_NOT_OBJECT_LINE = re.compile(rb"\n[^{\n]")
 _BEFORE_BLANK = re.compile(rb"\n(?=[ \t\r]*\n)")
 _BLANK_INSIDE = re.compile(rb"\n[ \t\r]*\n")
 _BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
@@ -207,8 +208,23 @@ def metric_series(values: pa.ChunkedArray | pa.Array) -> pd.Series:
 
 
 def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
+    """Parse one chunk. Lines that do not start with `{` cannot be events: they are set aside
+    for the careful path before pyarrow sees them (its reader crashes on some such lines,
+    e.g. a bare `null` at the start of a block)."""
     piece = _Piece()
-    _parse_piece(buf, start, end, 0, piece, hints=MAX_ROW_HINTS)
+    odd = [m.start() + 1 for m in _NOT_OBJECT_LINE.finditer(buf, start, end)]
+    if buf[start : start + 1] not in (b"{", b"\n"):
+        odd.insert(0, start)
+    cur, line = start, 0
+    for begin in odd:
+        if begin > cur:
+            _parse_piece(buf, cur, begin, line, piece, hints=MAX_ROW_HINTS)
+            line += buf.count(b"\n", cur, begin)
+        stop = buf.index(b"\n", begin, end)
+        piece.lines.append((line, buf[begin:stop]))
+        cur, line = stop + 1, line + 1
+    if cur < end:
+        _parse_piece(buf, cur, end, line, piece, hints=MAX_ROW_HINTS)
     return piece
 
 
