@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from reportgen.errors import InputError
+from reportgen.plan.freeze import RECORD_DIR
 from reportgen.ingest import native
 from reportgen.model import (
     Campaign,
@@ -27,8 +28,6 @@ from reportgen.model import (
     StepMark,
 )
 
-# reportgen's own records inside LOGS (the frozen plan); never read as campaign input.
-RECORD_DIR = ".reportgen"
 SNIFF_BYTES = 64 << 10
 
 Progress = Callable[[str], None]
@@ -37,6 +36,7 @@ Progress = Callable[[str], None]
 def iter_files(root: Path) -> Iterator[Path]:
     """Every regular file under root, in a stable order, without following links out of it."""
     for folder, dirs, files in os.walk(root):
+        # reportgen's own record (the frozen plan) is never read as campaign input.
         dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d == RECORD_DIR))
         for name in sorted(files):
             yield Path(folder) / name

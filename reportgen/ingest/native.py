@@ -531,8 +531,3 @@ def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = Fals
     if isinstance(event, Evaluation):
         row = {"line": line, "run": event.run, "kind": "eval", "step": event.step, "ts": event.at}
         out.metric_rows.append({**row, **event.metrics})
-
-
-def _read_lines(data: bytes, first_line: int, out: _Collector) -> None:
-    for offset, raw in enumerate(data.split(b"\n")):
-        _read_line(raw, first_line + offset, out)

@@ -232,12 +232,6 @@ class Plan(Section):
                 names.extend(f"gpu{first + i}" for i in range(lot.gpus))
         return names
 
-    def step(self, step_id: str) -> ScheduleStep | None:
-        return next((s for s in self.schedule.steps if s.id == step_id), None)
-
-    def variant(self, variant_id: str) -> Variant | None:
-        return next((v for v in self.variants if v.id == variant_id), None)
-
 
 def json_schema() -> dict:
     """The JSON Schema shipped as plan.schema.json (editors validate plan.yaml with it)."""
