@@ -189,6 +189,8 @@ def test_custom_templates_override_built_in_ones_by_name(tmp_path):
 def test_script_in_plan_text_or_run_names_never_reaches_the_page(tmp_path, sample_plan_data, write_plan):
     def edit(d):
         d["campaign"]["question"] = "Is it <script>alert(1)</script> [safe](javascript:alert(2)) <img src=x onerror=alert(3)>?"
+        d["campaign"]["notes"] = "**bold** <iframe src=x></iframe> <a href='javascript:alert(5)'>x</a>"
+        d["variants"][0]["description"] = "<svg onload=alert(6)>"
 
     plan = write_plan(sample_plan_data, edit)
     logs = tmp_path / "logs"
@@ -201,7 +203,9 @@ def test_script_in_plan_text_or_run_names_never_reaches_the_page(tmp_path, sampl
         html = page.read_text()
         assert "<script>alert" not in html, page.name
         for tag in re.findall(r"<[a-zA-Z][^>]*>", html):
-            assert "javascript:" not in tag and "onerror" not in tag and not tag.startswith("<img"), (page.name, tag)
+            assert "javascript:" not in tag and " on" not in tag, (page.name, tag)
+            assert not tag.startswith(("<img", "<iframe", "<svg")), (page.name, tag)
+    assert "<strong>bold</strong>" in (tmp_path / "site" / "index.html").read_text()
 
 
 def test_frozen_plan_is_the_reference_and_later_edits_are_reported(tmp_path):

@@ -92,6 +92,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     variants = [
         {
             "id": r.variant.id,
+            "description": r.variant.description,
             "category": r.variant.category,
             "role": r.variant.role,
             "verdict": r.verdict,
@@ -106,9 +107,13 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         for r in analysis.variants
     ]
 
+    dropped = {r.variant.id for r in analysis.variants if r.verdict == "dropped"}
     steps = []
     for item in schedule.steps:
         variance = item.variance_hours
+        basis = item.actual.basis
+        if item.actual.hours is None and item.step.variant in dropped:
+            basis = f"not run: variant {item.step.variant} was dropped"
         steps.append(
             {
                 "id": item.step.id,
@@ -122,7 +127,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "actual_hours": hours(item.actual.hours),
                 "actual_start": iso(item.actual.start, tz),
                 "actual_end": iso(item.actual.end, tz),
-                "actual_basis": item.actual.basis,
+                "actual_basis": basis,
                 "variance_hours": hours(variance),
                 # Causes are not attributed yet: the whole variance stays visible as unexplained.
                 "explained": [],
@@ -146,7 +151,6 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     included = [c for c in plan.order.other_costs if c.kind == "included"]
     external = [c for c in plan.order.other_costs if c.kind == "external"]
 
-    dropped = {r.variant.id for r in analysis.variants if r.verdict == "dropped"}
     uncertainties = [
         f"Step '{item.step.id}' ({item.step.hours:g} h planned) has no measured time: no step events and no matching runs."
         for item in schedule.steps
@@ -168,6 +172,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "id": plan.campaign.id,
             "question": plan.campaign.question,
             "end_condition": plan.campaign.end_condition,
+            "notes": plan.campaign.notes,
             "corpus": plan.corpus.id,
             "verdict": analysis.verdict.verdict,
             "conclusion": analysis.verdict.conclusion,
