@@ -91,8 +91,7 @@ def check(plan: Path) -> None:
     Example:
       reportgen check plan.yaml
     """
-    from reportgen.analysis.plan_checks import check_plan
-    from reportgen.analysis.schedule import planned_hours, planned_timeline, window
+    from reportgen.analysis.plan_checks import check_plan, summary
     from reportgen.plan.load import format_key, load_plan
 
     loaded = load_plan(plan)
@@ -103,16 +102,7 @@ def check(plan: Path) -> None:
     errors = [f for f in findings if f.level == "error"]
     if errors:
         raise ReportgenError(f"{plan}: {len(errors)} error{'s' if len(errors) != 1 else ''}; the plan does not pass")
-    p = loaded.plan
-    win = window(p)
-    hours = planned_hours(planned_timeline(p))
-    total = sum(lot.price for lot in p.order.lots)
-    click.echo(
-        f"{plan}: ok: {p.campaign.id}; {len(p.variants)} variants, {len(p.stop_rules)} stop rules, "
-        f"{len(p.schedule.steps)} steps; planned {hours:g} h of a {win.hours:g} h window "
-        f"({win.hours - hours:g} h unused); {len(p.order.lots)} lot{'s' if len(p.order.lots) != 1 else ''}, "
-        f"{total:.2f} {p.order.currency}"
-    )
+    click.echo(f"{plan}: ok: {summary(loaded.plan)}")
 
 
 @cli.command()

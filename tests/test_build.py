@@ -222,6 +222,7 @@ def test_frozen_plan_is_the_reference_and_later_edits_are_reported(tmp_path):
     assert report["plan"]["original_sha256"] != report["plan"]["sha256"]
     assert {v["id"]: v["threshold"] for v in report["variants"]}["control"] == 0.32  # reconciled against the original
     assert "-  threshold: 0.32" in (tmp_path / "site" / "plan.html").read_text()
+    assert "edited after it was frozen" in (tmp_path / "site" / "order-note.md").read_text()
     refused = invoke("freeze", plan, logs)
     assert refused.exit_code == 1 and "never replaced" in refused.output
 

@@ -77,3 +77,16 @@ def check_plan(plan: Plan) -> list[Finding]:
                 )
             )
     return findings
+
+
+def summary(plan: Plan) -> str:
+    """One line for `check`: what the plan holds and how it fits its window (R6)."""
+    win = window(plan)
+    hours = planned_hours(planned_timeline(plan))
+    lots = len(plan.order.lots)
+    total = sum(lot.price for lot in plan.order.lots)
+    return (
+        f"{plan.campaign.id}; {len(plan.variants)} variants, {len(plan.stop_rules)} stop rules, "
+        f"{len(plan.schedule.steps)} steps; planned {hours:g} h of a {win.hours:g} h window "
+        f"({win.hours - hours:g} h unused); {lots} lot{'s' if lots != 1 else ''}, {total:.2f} {plan.order.currency}"
+    )

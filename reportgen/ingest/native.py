@@ -307,11 +307,11 @@ def _row_lines(view: memoryview, rows: int, newlines: int) -> tuple[np.ndarray, 
     if rows == newlines:
         return np.arange(rows, dtype=np.int64), None
     data = bytes(view)
-    blank_starts = {m.start() + 1 for m in _BEFORE_BLANK.finditer(data)}
+    blank = [m.start() + 1 for m in _BEFORE_BLANK.finditer(data)]
     if _BLANK_FIRST.match(data):
-        blank_starts.add(0)
+        blank.append(0)
     starts = _line_starts(view)
-    kept = np.array([i for i, s in enumerate(starts) if int(s) not in blank_starts], dtype=np.int64)
+    kept = np.flatnonzero(~np.isin(starts, blank))
     if len(kept) != rows:
         return None
     return kept, starts

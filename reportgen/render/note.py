@@ -45,6 +45,8 @@ def order_note(report: dict) -> str:
         f"- Cost per passed output: {per_output}",
         f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
     ]
+    if report["plan"]["modified_since_freeze"]:
+        lines.append("- Plan: edited after it was frozen; reconciled against the frozen original.")
     if next_steps:
         lines.append("- Next: " + _clip("; ".join(step.rstrip(".") for step in next_steps) + ".", 500))
     lines.append("- Full report: index.html and report.json of the published site.")
