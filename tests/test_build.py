@@ -297,3 +297,16 @@ def test_pipes_and_links_out_of_logs_are_reported_not_read(tmp_path):
     assert messages["pipe"] == ["not a regular file; not read"]
     assert messages["link.jsonl"] == ["a link to a file outside LOGS; not read"]
     assert report["runs"] == []
+
+
+def test_leftovers_of_a_killed_build_are_cleaned_by_the_next_build(tmp_path):
+    dead = 4_000_000  # above the usual pid limit: no such process
+    stale = tmp_path / f".site.tmp-{dead}-abc"
+    stale.mkdir()
+    (stale / "index.html").write_text("half written")
+    unrelated = tmp_path / ".site.tmp-notes"
+    unrelated.mkdir()
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", tmp_path / "site", "-q").exit_code == 0
+    assert not stale.exists()
+    assert unrelated.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.tmp-notes", "site"]

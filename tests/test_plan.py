@@ -207,3 +207,27 @@ def test_reference_errors_are_reported_together_with_field_errors(sample_plan_da
     errors = error_lines(write_plan(sample_plan_data, edit))
     assert any("quality.threshold" in e for e in errors)
     assert any("schedule.steps[4].depends_on[0]: unknown step 'pilott'; did you mean 'pilot'?" in e for e in errors)
+
+
+def _as_json(node):
+    """YAML values as an editor's schema validator sees them (dates are strings)."""
+    from datetime import date
+
+    if isinstance(node, dict):
+        return {key: _as_json(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_as_json(item) for item in node]
+    return node.isoformat() if isinstance(node, date) else node
+
+
+@pytest.mark.parametrize("plan_file", [SAMPLE_PLAN, resources.files("reportgen.plan") / "example-plan.yaml"])
+def test_valid_plans_validate_against_the_shipped_json_schema(plan_file):
+    import jsonschema
+    import yaml
+
+    schema = json.loads((resources.files("reportgen.plan") / "plan.schema.json").read_text(encoding="utf-8"))
+    data = _as_json(yaml.safe_load(plan_file.read_text(encoding="utf-8")))
+    jsonschema.validate(data, schema, format_checker=jsonschema.FormatChecker())
+    data["schedule"]["steps"][0]["resorce"] = "gpu0"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema)

@@ -6,6 +6,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -41,13 +42,33 @@ def check_output(out: Path, logs: Path, plan: Path) -> None:
         )
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(out: Path) -> None:
+    """Remove the temporary folders that killed builds left beside `out` (their process is gone)."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)-")
+    for sibling in out.parent.iterdir() if out.parent.is_dir() else []:
+        match = pattern.match(sibling.name)
+        if match and sibling.is_dir() and not sibling.is_symlink() and not _alive(int(match.group(1))):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 class SiteWriter:
     """Collects the site's files in a temporary sibling of the output folder; each file is written once."""
 
     def __init__(self, out: Path):
         self.out = out
         out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        remove_stale(out)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
         self.written: set[str] = set()
 
     def write(self, rel: str, data: str | bytes) -> None:
@@ -65,7 +86,7 @@ class SiteWriter:
             os.rename(self.tmp, self.out)
             return
         if not _exchange(self.tmp, self.out):
-            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-{os.getpid()}-", dir=self.out.parent))
             os.rename(self.out, old / "site")
             os.rename(self.tmp, self.out)
             self.tmp = old
