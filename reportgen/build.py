@@ -45,7 +45,7 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
-          progress: Progress | None = None) -> Built:
+          progress: Progress | None = None, single_file: bool = False) -> Built:
     """Build the site into `out`; on any failure the previous site stays as it was."""
     check_output(out, logs, plan_path)
     built = prepare(logs, plan_path, progress)
@@ -57,7 +57,7 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     sources = excerpts(logs, cited_lines(built.report))
     writer = SiteWriter(out)
     try:
-        write_site(built.report, source, sources, writer, templates, progress)
+        write_site(built.report, source, sources, writer, templates, progress, single_file=single_file)
         writer.commit()
     except BaseException:
         writer.abort()

@@ -57,18 +57,21 @@ def cli() -> None:
               help="Folder the site is written to (replaced whole, atomically).")
 @click.option("--templates", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Folder of templates that override the built-in ones by name (e.g. base.html).")
+@click.option("--single-file", is_flag=True,
+              help="Also write report.html: the whole report in one self-contained file, for attaching.")
 @quiet_option
-def build(logs: Path, plan: Path, out: Path, templates: Path | None, quiet: bool) -> None:
+def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file: bool, quiet: bool) -> None:
     """Ingest LOGS, reconcile with PLAN and write the static site.
 
     \b
     Example:
       reportgen build sample_logs/ sample_logs/plan.yaml -o site/
+      reportgen build logs/ plan.yaml -o site/ --single-file   # also site/report.html
     """
     from reportgen.build import build as run_build
 
     progress = Progress(quiet)
-    built = run_build(logs, plan, out, templates=templates, progress=progress)
+    built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file)
     progress.done()
     if not quiet:
         report = built.report

@@ -44,3 +44,15 @@ def test_schedule_gantt_is_drawn_from_the_shipped_plotly_over_file_urls(tmp_path
     # 12 planned steps, 11 measured (the dropped exploratory step never ran).
     assert len(bars) == 12 + 11
     assert "end of rented window" in dom
+
+
+def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):
+    site = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q", "--single-file"])
+    assert result.exit_code == 0
+    alone = tmp_path / "attached" / "report.html"
+    alone.parent.mkdir()
+    alone.write_bytes((site / "report.html").read_bytes())  # as an attachment: no assets beside it
+    dom = rendered_dom(alone, tmp_path)
+    assert 'class="main-svg"' in dom
+    assert len(re.findall(r'<g class="point"', dom)) == 12 + 11

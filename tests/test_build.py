@@ -310,3 +310,36 @@ def test_leftovers_of_a_killed_build_are_cleaned_by_the_next_build(tmp_path):
     assert not stale.exists()
     assert unrelated.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".site.tmp-notes", "site"]
+
+
+@pytest.fixture(scope="module")
+def single_file(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("single") / "site"
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q", "--single-file", env={"SOURCE_DATE_EPOCH": "1764000000"})
+    assert result.exit_code == 0, result.output
+    return out / "report.html"
+
+
+def test_single_file_report_is_self_contained(single_file):
+    html = single_file.read_text()
+    assert html.count("* plotly.js v") == 1
+    markup = re.sub(r"<script>.*?</script>", "", html, flags=re.S)
+    assert not re.findall(r'\bsrc="', markup), "nothing is loaded from another file"
+    links = re.findall(r'href="([^"]*)"', markup)
+    assert links and all(link.startswith("#") for link in links)
+    ids = set(re.findall(r'\bid="([^"]+)"', html))
+    assert {link[1:] for link in links} <= ids, "every in-document link has its target"
+
+
+def test_single_file_holds_every_page_and_evidence(single_file, sample_site):
+    html = single_file.read_text()
+    for section in ("p-index", "p-plan", "p-schedule", "p-runs", "p-inputs"):
+        assert f'<section id="{section}"' in html
+    evidence_pages = sorted(p.stem for p in (sample_site / "evidence").glob("*.html"))
+    assert evidence_pages and all(f'id="p-evidence-{name}"' in html for name in evidence_pages)
+
+
+def test_the_site_is_the_same_with_or_without_the_single_file(single_file, sample_site):
+    digest = tree_digest(single_file.parent)
+    del digest["report.html"]
+    assert digest == tree_digest(sample_site)

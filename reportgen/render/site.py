@@ -11,10 +11,11 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 
 from reportgen.errors import BuildError
 from reportgen.ingest import Excerpt
-from reportgen.render import charts
+from reportgen.render import charts as charts_module
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
 from reportgen.render.text import markdown_html
@@ -28,6 +29,7 @@ PAGES = [
     ("inputs.html", "Inputs"),
 ]
 ASSETS = ("style.css", "site.js")
+SINGLE_FILE = "report.html"
 
 
 @dataclass
@@ -58,15 +60,32 @@ class Chart:
 
     @property
     def json(self) -> str:
-        return charts.figure_json(self.figure)
+        return charts_module.figure_json(self.figure)
+
+
+def section_id(file: str) -> str:
+    """The id of a page's section in the single-file report."""
+    return "p-" + file.removesuffix(".html").replace("/", "-")
 
 
 @dataclass
 class Page:
+    """One page: templates build every link and id through it, so the same templates serve the
+    multi-page site (relative links) and the single-file report (in-document anchors)."""
+
     file: str
     title: str
     root: str = ""
     charts: list[Chart] = field(default_factory=list)
+    single: bool = False
+
+    def url(self, file: str, fragment: str = "") -> str:
+        if self.single:
+            return "#" + section_id(file) + (f"--{fragment}" if fragment else "")
+        return self.root + file + (f"#{fragment}" if fragment else "")
+
+    def id(self, fragment: str) -> str:
+        return f"{section_id(self.file)}--{fragment}" if self.single else fragment
 
 
 def templates_dir() -> Path:
@@ -102,34 +121,68 @@ def _environment(custom: Path | None) -> jinja2.Environment:
 
 
 def _render(env: jinja2.Environment, name: str, **context) -> str:
+    return _render_block(env, name, None, **context)
+
+
+def _render_block(env: jinja2.Environment, name: str, block: str | None, **context) -> str:
+    """A whole template, or one of its blocks (the single-file report takes each page's content)."""
     try:
-        return env.get_template(name).render(**context)
+        template = env.get_template(name)
+        if block is None:
+            return template.render(**context)
+        return "".join(template.blocks[block](template.new_context(context)))
+    except KeyError:
+        raise BuildError(f"template {name} has no block '{block}'") from None
     except jinja2.TemplateNotFound as exc:
         raise BuildError(f"template {exc.name} not found; searched: {', '.join(env.globals['search_path'])}") from None
     except jinja2.TemplateError as exc:
         raise BuildError(f"template {name}: {exc}") from None
 
 
+def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool) -> list[tuple[Page, str, dict]]:
+    """(page, template, extra context) for every page of the report."""
+    figures = {"schedule.html": [Chart("gantt", charts_module.schedule_gantt(report["schedule"]))]}
+    pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single), f, {}) for f, t in PAGES]
+    for path, parts in sorted(sources.items()):
+        page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../", single=single)
+        pages.append((page, "evidence.html", {"path": path, "excerpts": parts}))
+    return pages
+
+
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
-               custom_templates: Path | None = None, progress: Callable[[str], None] | None = None) -> None:
+               custom_templates: Path | None = None, progress: Callable[[str], None] | None = None,
+               single_file: bool = False) -> None:
+    """The multi-page site (evidence pages included), its assets, report.json and the order note;
+    with `single_file`, also report.html: every page in one self-contained file for attaching."""
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
-    extra = {
-        "schedule.html": [Chart("gantt", charts.schedule_gantt(report["schedule"]))],
-    }
-    for file, title in PAGES:
-        page = Page(file=file, title=title, charts=extra.get(file, []))
-        html = _render(env, file, report=report, page=page, nav=nav, plan_source=plan_source)
-        writer.write(file, html)
+    common = {"report": report, "nav": nav, "plan_source": plan_source}
+    for page, template, extra in _pages(report, sources, single=False):
+        writer.write(page.file, _render(env, template, page=page, **common, **extra))
         if progress:
-            progress(file)
-    # Evidence pages: the cited lines of each input, so every verdict is a click from its source.
-    for path, parts in sorted(sources.items()):
-        page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../")
-        html = _render(env, "evidence.html", report=report, page=page, nav=nav, path=path, excerpts=parts)
-        writer.write(page.file, html)
+            progress(page.file)
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
-    writer.write(charts.PLOTLY_ASSET, charts.plotly_js())
+    writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
     writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     writer.write("order-note.md", order_note(report))
+    if single_file:
+        writer.write(SINGLE_FILE, _single_file(env, common, sources))
+        if progress:
+            progress(SINGLE_FILE)
+
+
+def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[Excerpt]]) -> str:
+    sections = []
+    for page, template, extra in _pages(common["report"], sources, single=True):
+        sections.append({"id": section_id(page.file), "page": page, "html": Markup(_render_block(env, template, "content", page=page, **common, **extra))})
+    assets = templates_dir() / "assets"
+    return _render(
+        env,
+        "single.html",
+        **common,
+        page=Page(file="index.html", title="Report", single=True),
+        sections=sections,
+        css=Markup((assets / "style.css").read_text(encoding="utf-8")),
+        scripts=[Markup(charts_module.plotly_js()), Markup((assets / "site.js").read_text(encoding="utf-8"))],
+    )
