@@ -63,7 +63,7 @@ def test_junk_bad_utf8_and_wrong_types_are_counted_with_their_lines(tmp_path):
         '{"ts":"2026-11-02T09:00:00Z","type":"bogus","run":"r1"}',
         metric_line(4, loss=0.5),
     ]
-    data = b"\n".join(l.encode("latin-1") if "\xff" in l else l.encode() for l in lines) + b"\n"
+    data = b"\n".join(text.encode("latin-1") if "\xff" in text else text.encode() for text in lines) + b"\n"
     log = read_text(tmp_path, data)
     assert log.metrics["step"].tolist() == [1, 4]
     assert log.metrics["line"].tolist() == [1, 8]
@@ -87,7 +87,7 @@ def test_line_numbers_survive_blank_lines_and_chunk_boundaries(tmp_path, monkeyp
             lines.append("")
             lines.append("   ")
     log = read_text(tmp_path, ("\n".join(lines) + "\n").encode())
-    expected = [i + 1 for i, l in enumerate(lines) if l.strip()]
+    expected = [i + 1 for i, text in enumerate(lines) if text.strip()]
     assert log.metrics["line"].tolist() == expected
     assert log.metrics["loss"].tolist() == [float(s) for s in range(1, 41)]
     assert log.input.skipped == 0
@@ -202,7 +202,7 @@ def test_damaged_lines_are_isolated_in_large_pieces(tmp_path, monkeypatch, chunk
     for index in sorted(bad_at, reverse=True):
         lines.insert(index, bad_at[index])
     log = read_text(tmp_path, ("\n".join(lines) + "\n").encode())
-    expected_lines = [i + 1 for i, l in enumerate(lines) if l.startswith('{"ts": ')]
+    expected_lines = [i + 1 for i, text in enumerate(lines) if text.startswith('{"ts": ')]
     assert log.metrics["line"].tolist() == expected_lines
     assert log.metrics["loss"].tolist() == [float(s) for s in range(1, 201)]
     assert [p.line for p in log.input.problems] == [18, 92]
@@ -231,3 +231,11 @@ def test_lines_that_are_not_objects_never_reach_the_bulk_parser(tmp_path, monkey
     assert log.metrics["step"].tolist() == [1, 2, 3]
     assert log.metrics["line"].tolist() == [2, 4, 7]
     assert sorted(p.line for p in log.input.problems) == [1, 3, 5, 8]
+
+
+def test_a_line_nested_too_deeply_is_a_problem_not_a_crash(tmp_path):
+    deep = '{"ts":"2026-11-02T09:00:00Z","type":"run_start","run":"r","config":' + "[" * 100_000
+    log = read_text(tmp_path, (deep + "\n" + metric_line(1, loss=1.0) + "\n").encode())
+    assert log.metrics["step"].tolist() == [1]
+    assert log.input.problems[0].line == 1
+    assert native.sniff(("[" * 100_000 + "\n").encode()) is False

@@ -5,6 +5,8 @@ from importlib import resources
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reportgen.cli import cli
 from reportgen.errors import PlanError
@@ -169,9 +171,6 @@ def test_check_warns_when_the_schedule_leaves_out_loading_evaluation_or_outputs(
     assert "no step of kind 'outputs'" in result.output
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
@@ -231,3 +230,11 @@ def test_valid_plans_validate_against_the_shipped_json_schema(plan_file):
     data["schedule"]["steps"][0]["resorce"] = "gpu0"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schema)
+
+
+def test_a_plan_nested_too_deeply_is_an_error_not_a_crash(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("campaign: " + "[" * 50_000 + "\n")
+    result = run("check", plan)
+    assert result.exit_code == 1
+    assert f"{plan}" in result.output and ("nested too deeply" in result.output or "YAML syntax error" in result.output)

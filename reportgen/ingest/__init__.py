@@ -18,7 +18,6 @@ from reportgen.model import (
     Campaign,
     CheckpointOp,
     Evaluation,
-    Evidence,
     InputFile,
     LoggedDecision,
     LoggedStop,
@@ -159,8 +158,8 @@ def _build_runs(campaign: Campaign) -> None:
 
     others = [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.stops,
               *(t for t in campaign.reload_tests if t.run is not None)]
-    for event in others:
-        _source(_run(campaign, event.run), event.evidence.path)
+    for other in others:
+        _source(_run(campaign, str(other.run)), other.evidence.path)
 
     metrics = campaign.metrics
     if len(metrics):
@@ -179,10 +178,10 @@ def _build_runs(campaign: Campaign) -> None:
             if run.ended_at is None:
                 run.last_seen_at = max(run.last_seen_at or last_seen, last_seen)
 
-    for event in others:
-        run = campaign.runs[event.run]
+    for other in others:
+        run = campaign.runs[str(other.run)]
         if run.ended_at is None:
-            run.last_seen_at = max(run.last_seen_at or event.at, event.at)
+            run.last_seen_at = max(run.last_seen_at or other.at, other.at)
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 

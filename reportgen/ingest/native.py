@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -128,7 +129,7 @@ def sniff(head: bytes) -> bool:
             return False
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return b'"type"' in line and b'"ts"' in line
         return isinstance(record, dict) and "ts" in record and "type" in record
     return False
@@ -156,7 +157,7 @@ def read(path: Path, rel: str) -> NativeLog:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pieces = list(pool.map(lambda r: _parse_range(buf, *r), ranges))
     line_no = 1
-    for (start, end), piece in zip(ranges, pieces):
+    for (start, end), piece in zip(ranges, pieces, strict=True):
         for table in piece.tables:
             lines = pc.add(table.column("line"), line_no)
             out.tables.append(table.set_column(0, "line", lines))
@@ -347,7 +348,7 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
         "ts": rows.column("ts").filter(keep),
     }
     struct = metrics.filter(keep).combine_chunks()
-    for child_field, child in zip(struct.type, struct.flatten()):
+    for child_field, child in zip(struct.type, struct.flatten(), strict=True):
         if child_field.name in METRIC_FRAME_COLUMNS:
             present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
             if present.size:
@@ -375,7 +376,7 @@ def _parse_time(value: object) -> datetime:
     return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at
 
 
-def _opt(record: dict, key: str, kinds: tuple[type, ...], name: str) -> object:
+def _opt(record: dict, key: str, kinds: tuple[type, ...], name: str) -> Any:
     value = record.get(key)
     if value is None:
         return None
@@ -511,8 +512,13 @@ def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = Fals
         return
     try:
         record = json.loads(text)
+    except RecursionError:
+        info.problem(line, "nested too deeply to read; line skipped")
+        info.skipped += 1
+        return
     except ValueError as exc:
-        reason = "cut off: the file ends mid-line (a writer stopped while writing)" if unterminated else f"not JSON ({exc.msg})"
+        detail = getattr(exc, "msg", str(exc))
+        reason = "cut off: the file ends mid-line (a writer stopped while writing)" if unterminated else f"not JSON ({detail})"
         info.problem(line, f"{reason}; line skipped")
         info.skipped += 1
         return

@@ -84,7 +84,7 @@ def read_freeze(logs: Path) -> Freeze | None:
     try:
         record = json.loads(record_path.read_text(encoding="utf-8"))
         sha = record["sha256"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise InputError(f"{record_path}: damaged freeze record (expected JSON with 'sha256')") from None
     try:
         raw = plan_path.read_bytes()

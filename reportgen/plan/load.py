@@ -307,6 +307,13 @@ def load_plan(path: str | Path) -> LoadedPlan:
 
 
 def parse_plan(path: Path, raw: bytes, text: str) -> LoadedPlan:
+    try:
+        return _parse_plan(path, raw, text)
+    except RecursionError:
+        raise PlanError(str(path), [f"{path}: nested too deeply to be a plan"]) from None
+
+
+def _parse_plan(path: Path, raw: bytes, text: str) -> LoadedPlan:
     data, lines = _parse_yaml(path, text)
     if not isinstance(data, dict):
         raise PlanError(str(path), [f"{path}:1: the plan must be a mapping of sections (campaign, corpus, ...)"])

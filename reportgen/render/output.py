@@ -19,7 +19,7 @@ _RENAME_EXCHANGE = 2
 def _is_site(folder: Path) -> bool:
     try:
         report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(report, dict) and str(report.get("schema", "")).startswith("reportgen.report/")
 
