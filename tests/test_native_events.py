@@ -239,3 +239,12 @@ def test_a_line_nested_too_deeply_is_a_problem_not_a_crash(tmp_path):
     assert log.metrics["step"].tolist() == [1]
     assert log.input.problems[0].line == 1
     assert native.sniff(("[" * 100_000 + "\n").encode()) is False
+
+
+def test_windows_line_endings_and_a_byte_order_mark_are_read(tmp_path):
+    lines = [metric_line(1, loss=1.0), "", metric_line(2, loss=2.0)]
+    data = b"\xef\xbb\xbf" + ("\r\n".join(lines) + "\r\n").encode()
+    assert native.sniff(data)
+    log = read_text(tmp_path, data)
+    assert log.input.problems == []
+    assert log.metrics["line"].tolist() == [1, 3]

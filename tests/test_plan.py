@@ -238,3 +238,9 @@ def test_a_plan_nested_too_deeply_is_an_error_not_a_crash(tmp_path):
     result = run("check", plan)
     assert result.exit_code == 1
     assert f"{plan}" in result.output and ("nested too deeply" in result.output or "YAML syntax error" in result.output)
+
+
+def test_a_plan_saved_with_a_byte_order_mark_and_windows_line_endings_loads(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_bytes(b"\xef\xbb\xbf" + SAMPLE_PLAN.read_bytes().replace(b"\n", b"\r\n"))
+    assert load_plan(plan).plan.campaign.id == "jsum-lora-2026-11"

@@ -12,6 +12,7 @@ to the speed of an undamaged file.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -121,7 +122,7 @@ class _Collector:
 
 def sniff(head: bytes) -> bool:
     """True when the first non-blank line is a JSON object with the native `ts` and `type` keys."""
-    for raw in head.splitlines():
+    for raw in head.removeprefix(codecs.BOM_UTF8).splitlines():
         line = raw.strip()
         if not line:
             continue
@@ -151,6 +152,8 @@ def read(path: Path, rel: str) -> NativeLog:
     """Read one native event log; damaged lines become problems, never exceptions."""
     out = _Collector(InputFile(path=rel, format=FORMAT))
     buf = path.read_bytes()
+    if buf.startswith(codecs.BOM_UTF8):  # written by some Windows editors; not part of the first line
+        buf = buf[len(codecs.BOM_UTF8):]
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
     ranges = _chunks(buf, body)
     workers = min(len(ranges), os.cpu_count() or 1) or 1
