@@ -116,3 +116,30 @@ def test_a_step_with_no_events_and_no_runs_is_not_measured(sample_plan_data, tmp
     report = reconcile(plan_from(sample_plan_data), ingest(tmp_path / "logs"))
     assert all(s.actual.hours is None for s in report.steps)
     assert report.actual_hours is None and report.unused_hours is None
+
+
+def test_a_run_that_ends_before_it_starts_counts_no_time_and_is_reported(sample_plan_data, tmp_path, event_log, clock):
+    from reportgen.analysis import analyse
+
+    plan = plan_from(sample_plan_data, lambda d: d.update(schedule={"steps": [{"id": "t", "resource": "gpu0", "hours": 2, "runs": ["r-*"]}]}))
+    log = event_log("r.jsonl", run="r-1")
+    clock.hours(5)
+    log.run_start()
+    clock.hours(-3)
+    log.run_end()
+    analysis = analyse(plan, ingest(tmp_path / "logs"))
+    assert analysis.schedule.steps[0].actual.hours is None
+    assert analysis.schedule.actual_hours is None
+    assert any("ends" in m and "before it starts" in m for _, m in analysis.problems)
+
+
+def test_the_campaign_span_counts_only_steps_with_a_measured_time(sample_plan_data, tmp_path, event_log, clock):
+    plan = plan_from(sample_plan_data, lambda d: d.update(schedule=steps(("a", "cpu", 1, ()), ("b", "cpu", 1, ()))))
+    log = event_log("campaign.jsonl")
+    log.step_start("a")
+    clock.hours(2)
+    log.step_end("a")
+    clock.hours(5)
+    log.step_start("b")  # never ended
+    report = reconcile(plan, ingest(tmp_path / "logs"))
+    assert report.actual_hours == pytest.approx(2)

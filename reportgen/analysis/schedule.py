@@ -171,7 +171,8 @@ def _from_runs(step: ScheduleStep, campaign: Campaign) -> ActualSpan | None:
     intervals = []
     for run in runs:
         end = run.ended_at or run.last_seen_at
-        if run.started_at is not None and end is not None:
+        # A run whose end precedes its start has no measurable time (ingest reports it).
+        if run.started_at is not None and end is not None and end >= run.started_at:
             intervals.append((run.started_at, end, run))
     if not intervals:
         return None
@@ -204,8 +205,9 @@ def reconcile(plan: Plan, campaign: Campaign) -> ScheduleReport:
     """Put planned against actual for every step without touching the plan (R16)."""
     slots = planned_timeline(plan)
     steps = [StepReport(step=slot.step, planned=slot, actual=actual_span(slot.step, campaign)) for slot in slots]
-    starts = [s.actual.start for s in steps if s.actual.start is not None]
-    ends = [s.actual.end for s in steps if s.actual.end is not None]
+    measured = [s.actual for s in steps if s.actual.hours is not None]
+    starts = [a.start for a in measured if a.start is not None]
+    ends = [a.end for a in measured if a.end is not None]
     return ScheduleReport(
         window=window(plan),
         planned_hours=planned_hours(slots),

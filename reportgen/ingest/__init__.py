@@ -18,6 +18,7 @@ from reportgen.model import (
     Campaign,
     CheckpointOp,
     Evaluation,
+    Evidence,
     InputFile,
     LoggedDecision,
     LoggedStop,
@@ -182,6 +183,13 @@ def _build_runs(campaign: Campaign) -> None:
         run = campaign.runs[str(other.run)]
         if run.ended_at is None:
             run.last_seen_at = max(run.last_seen_at or other.at, other.at)
+    for run in campaign.runs.values():
+        end = run.ended_at or run.last_seen_at
+        if run.started_at is not None and end is not None and end < run.started_at:
+            campaign.problems.append(
+                (run.end_evidence or run.start_evidence or Evidence(run.sources[0]),
+                 f"run '{run.id}' ends ({end.isoformat()}) before it starts ({run.started_at.isoformat()}); its time is not counted")
+            )
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 
