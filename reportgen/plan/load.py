@@ -152,7 +152,12 @@ def _schema_errors(path: Path, lines: dict[KeyPath, int], exc: ValidationError) 
             fields = list(parent.model_fields) if parent else []
             detail = f"unknown key; {_suggest(str(loc[-1]), fields)}"
         elif kind == "missing":
-            detail = "required key is missing"
+            parent = _model_at(Plan, loc[:-1])
+            field = parent.model_fields.get(str(loc[-1])) if parent else None
+            about = f": {field.description}" if field is not None and field.description else ""
+            detail = f"required key is missing; add it{about}"
+        elif kind == "timezone_aware":
+            detail = f"needs a time zone, e.g. 2026-11-02T09:00:00+09:00 (got {error.get('input')!s})"
         else:
             value = error.get("input")
             shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) or value is None else ""
