@@ -130,9 +130,9 @@ def _render_block(env: jinja2.Environment, name: str, block: str | None, **conte
         template = env.get_template(name)
         if block is None:
             return template.render(**context)
+        if block not in template.blocks:
+            raise BuildError(f"template {name} has no block '{block}'")
         return "".join(template.blocks[block](template.new_context(context)))
-    except KeyError:
-        raise BuildError(f"template {name} has no block '{block}'") from None
     except jinja2.TemplateNotFound as exc:
         raise BuildError(f"template {exc.name} not found; searched: {', '.join(env.globals['search_path'])}") from None
     except jinja2.TemplateError as exc:
