@@ -113,3 +113,17 @@ def test_logged_names_the_plan_does_not_have_are_reported(sample_plan_data, tmp_
     assert any("step event for 'trian'" in m for m in messages)
     assert any("decision at 'after-pliot'" in m for m in messages)
     assert any("stop by rule 'S9'" in m for m in messages)
+
+
+def test_a_variant_dropped_after_an_unfinished_run_is_dropped(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    finished_run(event_log, "vb-1", None, status="")  # started, never finished
+    event_log("campaign.jsonl").decision("after-pilot", "drop_variant", reason="too slow", variant="vb")
+    assert verdicts(plan, tmp_path)[0]["vb"] == "dropped"
+
+
+def test_a_variant_that_completed_is_judged_on_its_value_even_if_dropped_later(sample_plan_data, tmp_path, event_log):
+    plan = two_variant_plan(sample_plan_data)
+    finished_run(event_log, "vb-1", 0.5)
+    event_log("campaign.jsonl").decision("after-pilot", "drop_variant", variant="vb")
+    assert verdicts(plan, tmp_path)[0]["vb"] == "passed"

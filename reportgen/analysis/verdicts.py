@@ -102,11 +102,11 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
         value = shown.metrics[quality.metric] if shown else None
         evidence = [shown.evidence] if shown else []
         op = ">=" if quality.direction == "higher" else "<="
-        if not run_ids:
-            if drop:
-                verdict, reason, evidence = "dropped", f"dropped at {drop.point}: {drop.reason or drop.decision}", [drop.evidence]
-            else:
-                verdict, reason = "not_run", "no run of this variant was found in the logs"
+        if final is None and drop:  # R3: dropped at a decision point, not failed
+            verdict, reason = "dropped", f"dropped at {drop.point}: {drop.reason or drop.decision}"
+            evidence = evidence + [drop.evidence]
+        elif not run_ids:
+            verdict, reason = "not_run", "no run of this variant was found in the logs"
         elif final is None:
             if completed:
                 verdict, reason = "failed", f"no completed run evaluated {quality.metric}"
