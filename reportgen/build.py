@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
-from reportgen.ingest import excerpts, ingest
+from reportgen.ingest import Progress, excerpts, ingest
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
 from reportgen.render.site import PlanSource, write_site
-
-Progress = Callable[[str], None]
 
 
 @dataclass

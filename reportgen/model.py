@@ -180,3 +180,11 @@ class Campaign:
 
     def metric_names(self) -> list[str]:
         return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]
+
+    def metrics_by_run(self) -> dict[str, list[str]]:
+        """The metrics each run logged at least once."""
+        names = self.metric_names()
+        if not len(self.metrics):
+            return {}
+        logged = self.metrics.groupby("run")[names].count()
+        return {str(run): [m for m in names if row[m] > 0] for run, row in logged.iterrows()}

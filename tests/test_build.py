@@ -343,3 +343,18 @@ def test_the_site_is_the_same_with_or_without_the_single_file(single_file, sampl
     digest = tree_digest(single_file.parent)
     del digest["report.html"]
     assert digest == tree_digest(sample_site)
+
+
+def test_excerpts_show_each_cited_line_with_its_context_and_stay_inside_logs(tmp_path):
+    from reportgen.ingest import excerpts
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text("".join(f"line {n}\n" for n in range(1, 101)))
+    outside = tmp_path / "secret.log"
+    outside.write_text("secret\n")
+    (logs / "link.log").symlink_to(outside)
+    parts = excerpts(logs, {"a.log": {3, 5, 50, 100}, "link.log": {1}}, context=2)
+    assert set(parts) == {"a.log"}
+    assert [(p.first_line, len(p.lines), sorted(p.cited)) for p in parts["a.log"]] == [(1, 7, [3, 5]), (48, 5, [50]), (98, 3, [100])]
+    assert parts["a.log"][1].lines[2] == "line 50"

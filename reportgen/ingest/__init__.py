@@ -208,10 +208,11 @@ MAX_EXCERPT_LINE = 400
 def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[str, list[Excerpt]]:
     """The cited lines of each file with `context` lines around them (reads only what it needs)."""
     out: dict[str, list[Excerpt]] = {}
+    root = logs.resolve()
     for rel, lines in sorted(cited.items()):
         wanted = sorted(n for n in lines if n and n > 0)
         path = logs / rel
-        if not wanted or not path.is_file():
+        if not wanted or not path.is_file() or not path.resolve().is_relative_to(root):
             continue
         ranges: list[list[int]] = []
         for n in wanted:
@@ -221,12 +222,14 @@ def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[s
             else:
                 ranges.append([lo, hi])
         texts: dict[int, str] = {}
-        last = ranges[-1][1]
+        current = 0  # index of the first range not yet passed; line numbers only grow
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                if number > last:
+                while current < len(ranges) and number > ranges[current][1]:
+                    current += 1
+                if current == len(ranges):
                     break
-                if any(lo <= number <= hi for lo, hi in ranges):
+                if number >= ranges[current][0]:
                     text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
                     texts[number] = text if len(text) <= MAX_EXCERPT_LINE else text[:MAX_EXCERPT_LINE] + " …"
         out[rel] = [

@@ -4,10 +4,11 @@ Built for logs of millions of lines. The file is cut into chunks at line ends an
 are parsed in parallel by pyarrow's JSON reader; `metric` lines, the bulk of any log, stay
 columnar from there to the final frame. The rare events (run start/end, eval, checkpoints,
 stops, steps, decisions) are re-read one by one with the standard library, so their fields
-stay exactly as written. A chunk pyarrow cannot read (a damaged line, bad UTF-8, a value whose
-type changes) is split in halves until the damaged lines are isolated and read one by one: each
-bad line is counted and reported with its number, and every good line is still kept, at close
-to the speed of an undamaged file.
+stay exactly as written. Lines that do not start with `{` never reach pyarrow.
+A piece pyarrow rejects (a damaged line, bad UTF-8, a value whose type changes) is re-parsed
+around the row its error names, or halved, until the damaged lines are isolated and read one by
+one: each bad line is counted and reported with its number, and every good line is still kept,
+at close to the speed of an undamaged file.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ _CORE_SCHEMA = pa.schema(
 _PARSE_OPTIONS = pa_json.ParseOptions(explicit_schema=_CORE_SCHEMA, unexpected_field_behavior="infer")
 _NOT_OBJECT_LINE = re.compile(rb"\n[^{\n]")
 _BEFORE_BLANK = re.compile(rb"\n(?=[ \t\r]*\n)")
-_BLANK_INSIDE = re.compile(rb"\n[ \t\r]*\n")
 _BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
 _ROW_HINT = re.compile(r"in row (\d+)$")
 # How many times one chunk may be re-parsed around a row named by pyarrow's error before it is halved.
@@ -238,7 +238,7 @@ def _hinted_line(error: Exception, buf: bytes, start: int, end: int, newlines: i
     match = _ROW_HINT.search(str(error))
     if match is None or int(match.group(1)) >= newlines:
         return None
-    if _BLANK_FIRST.match(buf, start, end) or _BLANK_INSIDE.search(buf, start, end):
+    if _BLANK_FIRST.match(buf, start, end) or _BEFORE_BLANK.search(buf, start, end):
         return None
     index = int(match.group(1))
     begin = start
@@ -351,21 +351,17 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
         "ts": rows.column("ts").filter(keep),
     }
     struct = metrics.filter(keep).combine_chunks()
+    kept_lines = lines[~bad]
     for child_field, child in zip(struct.type, struct.flatten(), strict=True):
-        if child_field.name in METRIC_FRAME_COLUMNS:
-            present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
-            if present.size:
-                piece.problems.append(
-                    (int(lines[~bad][present[0]]), f"metrics.{child_field.name} has the name of a reserved column ({present.size} values ignored)")
-                )
-        elif pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type):
+        numeric = pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type)
+        if numeric and child_field.name not in METRIC_FRAME_COLUMNS:
             columns[child_field.name] = child.cast(pa.float64())
-        else:
-            present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
-            if present.size:
-                piece.problems.append(
-                    (int(lines[~bad][present[0]]), f"metrics.{child_field.name} is not a number ({present.size} values ignored)")
-                )
+            continue
+        # Reported once per metric, at its first line, with the count of values ignored.
+        present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
+        if present.size:
+            why = "has the name of a reserved column" if child_field.name in METRIC_FRAME_COLUMNS else "is not a number"
+            piece.problems.append((int(kept_lines[present[0]]), f"metrics.{child_field.name} {why} ({present.size} values ignored)"))
     piece.tables.append(pa.table(columns))
 
 
@@ -383,9 +379,7 @@ def _opt(record: dict, key: str, kinds: tuple[type, ...], name: str) -> Any:
     value = record.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) and bool not in kinds:
-        raise _BadRecord(f"'{key}' must be {name}, got {value!r}")
-    if not isinstance(value, kinds):
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise _BadRecord(f"'{key}' must be {name}, got {value!r}")
     return value
 
@@ -417,13 +411,13 @@ def _numeric_metrics(record: dict, line: int, info: InputFile) -> dict[str, floa
     return out
 
 
-def _event(record: dict, line: int, rel: str, info: InputFile):
+def _event(record: dict, line: int, info: InputFile):
     """A typed event from one parsed line, or _BadRecord naming the key at fault."""
     kind = record.get("type")
     if kind not in EVENT_TYPES:
         raise _BadRecord(f"unknown event type {kind!r}; known types: {', '.join(sorted(EVENT_TYPES))}")
     at = _parse_time(record.get("ts"))
-    evidence = Evidence(rel, line)
+    evidence = Evidence(info.path, line)
     step = _opt(record, "step", (int,), "an integer")
     run = _req_str(record, "run") if kind in RUN_EVENTS or kind == "metric" else _opt(record, "run", (str,), "a string")
     if kind in ("metric", "eval"):
@@ -502,36 +496,34 @@ def _event(record: dict, line: int, rel: str, info: InputFile):
     )
 
 
-def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = False) -> None:
-    """The careful path for one line: a bad line is reported and skipped, never raised."""
-    info = out.info
-    if not raw.strip():
-        return
+def _decode(raw: bytes, unterminated: bool) -> dict:
+    """One line as a JSON object, or _BadRecord saying why it is not one."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        info.problem(line, f"not UTF-8 text (byte {exc.start} of the line); line skipped")
-        info.skipped += 1
-        return
+        raise _BadRecord(f"not UTF-8 text (byte {exc.start} of the line)") from None
     try:
         record = json.loads(text)
     except RecursionError:
-        info.problem(line, "nested too deeply to read; line skipped")
-        info.skipped += 1
-        return
+        raise _BadRecord("nested too deeply to read") from None
     except ValueError as exc:
-        detail = getattr(exc, "msg", str(exc))
-        reason = "cut off: the file ends mid-line (a writer stopped while writing)" if unterminated else f"not JSON ({detail})"
-        info.problem(line, f"{reason}; line skipped")
-        info.skipped += 1
+        if unterminated:
+            raise _BadRecord("cut off: the file ends mid-line (a writer stopped while writing)") from None
+        raise _BadRecord(f"not JSON ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(record, dict):
+        raise _BadRecord("not a JSON object")
+    return record
+
+
+def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = False) -> None:
+    """The careful path for one line: a bad line is reported and skipped, never raised."""
+    if not raw.strip():
         return
     try:
-        if not isinstance(record, dict):
-            raise _BadRecord("not a JSON object")
-        event = _event(record, line, info.path, info)
+        event = _event(_decode(raw, unterminated), line, out.info)
     except _BadRecord as exc:
-        info.problem(line, f"{exc}; line skipped")
-        info.skipped += 1
+        out.info.problem(line, f"{exc}; line skipped")
+        out.info.skipped += 1
         return
     if isinstance(event, dict):
         out.metric_rows.append(event)

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from reportgen.errors import PlanError
-from reportgen.plan.schema import HUMAN_RESOURCE, MACHINE_RESOURCES, Plan
+from reportgen.plan.schema import HUMAN_RESOURCE, MACHINE_RESOURCES, Plan, gpu_names
 
 KeyPath = tuple[str | int, ...]
 
@@ -181,17 +181,13 @@ def _ids(items: list[tuple[int, dict]]) -> list[str]:
 
 
 def _gpu_names(data: dict) -> list[str]:
-    """GPU names as Plan.gpu_names() gives them, from raw data."""
-    names: list[str] = []
+    """GPU names as Plan.gpu_names() gives them, from raw data of any shape."""
+    lots = []
     for _, lot in _items(data, "order", "lots"):
-        given = lot.get("gpu_names")
-        if isinstance(given, list):
-            names.extend(str(name) for name in given)
-        else:
-            count = lot.get("gpus", 1)
-            first = len(names)
-            names.extend(f"gpu{first + i}" for i in range(count if isinstance(count, int) and 0 < count < 1000 else 1))
-    return names
+        given, count = lot.get("gpu_names"), lot.get("gpus", 1)
+        names = [str(name) for name in given] if isinstance(given, list) else None
+        lots.append((count if isinstance(count, int) and 0 < count < 1000 else 1, names))
+    return gpu_names(lots)
 
 
 def _cross_errors(data: dict) -> list[tuple[KeyPath, str]]:

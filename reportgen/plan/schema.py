@@ -7,6 +7,7 @@ plan written today stays valid. Field descriptions become the shipped JSON Schem
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -223,14 +224,19 @@ class Plan(Section):
 
     def gpu_names(self) -> list[str]:
         """Names of every rented GPU, in lot order."""
-        names: list[str] = []
-        for lot in self.order.lots:
-            if lot.gpu_names is not None:
-                names.extend(lot.gpu_names)
-            else:
-                first = len(names)
-                names.extend(f"gpu{first + i}" for i in range(lot.gpus))
-        return names
+        return gpu_names((lot.gpus, lot.gpu_names) for lot in self.order.lots)
+
+
+def gpu_names(lots: Iterable[tuple[int, list[str] | None]]) -> list[str]:
+    """GPU names from (GPUs per lot, names given) pairs: the given names, else gpu0, gpu1, ... across lots."""
+    names: list[str] = []
+    for count, given in lots:
+        if given is not None:
+            names.extend(given)
+        else:
+            first = len(names)
+            names.extend(f"gpu{first + i}" for i in range(count))
+    return names
 
 
 def json_schema() -> dict:

@@ -46,11 +46,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     campaign = analysis.campaign
     schedule = analysis.schedule
     tz = schedule.window.start.tzinfo
-    metric_names = campaign.metric_names()
-    per_run_metrics: dict[str, list[str]] = {}
-    if len(campaign.metrics):
-        present = campaign.metrics.groupby("run")[metric_names].count()
-        per_run_metrics = {str(run): [m for m in metric_names if row[m] > 0] for run, row in present.iterrows()}
+    per_run_metrics = campaign.metrics_by_run()
 
     runs = []
     for run_id, run in campaign.runs.items():
