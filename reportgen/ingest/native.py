@@ -53,9 +53,6 @@ _CORE_SCHEMA = pa.schema(
     [("ts", pa.timestamp("us", tz="UTC")), ("run", pa.string()), ("type", pa.string()), ("step", pa.int64())]
 )
 _PARSE_OPTIONS = pa_json.ParseOptions(explicit_schema=_CORE_SCHEMA, unexpected_field_behavior="infer")
-_NOT_OBJECT_LINE = re.compile(rb"\n[^{\n]")
-_BEFORE_BLANK = re.compile(rb"\n(?=[ \t\r]*\n)")
-_BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
 _ROW_HINT = re.compile(r"in row (\d+)$")
 # How many times one chunk may be re-parsed around a row named by pyarrow's error before it is halved.
 MAX_ROW_HINTS = 16
@@ -86,12 +83,36 @@ class NativeLog:
 
 @dataclass
 class _Piece:
-    """What a worker made of one part of the file; line numbers are relative to the part."""
+    """What a worker made of one chunk; line numbers are relative to the chunk."""
 
+    newlines: int = 0
     tables: list[pa.Table] = field(default_factory=list)
     lines: list[tuple[int, bytes]] = field(default_factory=list)  # read one by one afterwards
     problems: list[tuple[int, str]] = field(default_factory=list)
     skipped: int = 0
+
+
+class _Lines:
+    """Where the lines of one chunk start and end, found once with numpy (which releases the
+    GIL, unlike bytes.count or a regex scan) and then looked up for any piece of the chunk."""
+
+    def __init__(self, buf: bytes, start: int, end: int):
+        self.ends = start + np.flatnonzero(np.frombuffer(memoryview(buf)[start:end], dtype=np.uint8) == 10)
+        self.first = start
+
+    def count(self, start: int, end: int) -> int:
+        """Newlines in buf[start:end]."""
+        return int(np.searchsorted(self.ends, end) - np.searchsorted(self.ends, start))
+
+    def starts(self, start: int, end: int) -> np.ndarray:
+        """Absolute start of every line of the piece buf[start:end] (which ends at a newline)."""
+        inside = self.ends[np.searchsorted(self.ends, start) : np.searchsorted(self.ends, end)]
+        return np.concatenate(([start], inside[:-1] + 1)).astype(np.int64)
+
+    def empty(self, start: int, end: int) -> np.ndarray:
+        """Which lines of the piece are empty. Pieces only hold lines that start with `{` or are
+        empty (the others were set aside), so these are exactly the lines pyarrow skips."""
+        return self.starts(start, end) == self.ends[np.searchsorted(self.ends, start) : np.searchsorted(self.ends, end)]
 
 
 @dataclass
@@ -160,7 +181,7 @@ def read(path: Path, rel: str) -> NativeLog:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pieces = list(pool.map(lambda r: _parse_range(buf, *r), ranges))
     line_no = 1
-    for (start, end), piece in zip(ranges, pieces, strict=True):
+    for piece in pieces:
         for table in piece.tables:
             lines = pc.add(table.column("line"), line_no)
             out.tables.append(table.set_column(0, "line", lines))
@@ -169,7 +190,7 @@ def read(path: Path, rel: str) -> NativeLog:
         out.info.skipped += piece.skipped
         for rel_line, raw in piece.lines:
             _read_line(raw, line_no + rel_line, out)
-        line_no += buf.count(b"\n", start, end)
+        line_no += piece.newlines
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line. It is read on its own.
         _read_line(buf[body:], line_no, out, unterminated=True)
@@ -215,39 +236,36 @@ def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
     """Parse one chunk. Lines that do not start with `{` cannot be events: they are set aside
     for the careful path before pyarrow sees them (its reader crashes on some such lines,
     e.g. a bare `null` at the start of a block)."""
-    piece = _Piece()
-    odd = [m.start() + 1 for m in _NOT_OBJECT_LINE.finditer(buf, start, end)]
-    if buf[start : start + 1] not in (b"{", b"\n"):
-        odd.insert(0, start)
+    lines = _Lines(buf, start, end)
+    piece = _Piece(newlines=len(lines.ends))
+    starts = lines.starts(start, end)
+    first_bytes = np.frombuffer(buf, dtype=np.uint8)[starts]
+    odd = np.flatnonzero((first_bytes != ord("{")) & (first_bytes != 10))
     cur, line = start, 0
-    for begin in odd:
+    for index in odd:
+        begin = int(starts[index])
         if begin > cur:
-            _parse_piece(buf, cur, begin, line, piece, hints=MAX_ROW_HINTS)
-            line += buf.count(b"\n", cur, begin)
-        stop = buf.index(b"\n", begin, end)
-        piece.lines.append((line, buf[begin:stop]))
-        cur, line = stop + 1, line + 1
+            _parse_piece(buf, lines, cur, begin, line, piece, hints=MAX_ROW_HINTS)
+        stop = int(lines.ends[index])
+        piece.lines.append((int(index), buf[begin:stop]))
+        cur, line = stop + 1, int(index) + 1
     if cur < end:
-        _parse_piece(buf, cur, end, line, piece, hints=MAX_ROW_HINTS)
+        _parse_piece(buf, lines, cur, end, line, piece, hints=MAX_ROW_HINTS)
     return piece
 
 
-def _hinted_line(error: Exception, buf: bytes, start: int, end: int, newlines: int) -> tuple[int, int, int] | None:
+def _hinted_line(error: Exception, buf: bytes, lines: _Lines, start: int, end: int, newlines: int) -> tuple[int, int, int] | None:
     """(line index, start, end) of the row a pyarrow parse error names, when it can be trusted:
     the piece is one block and has no blank lines, so rows and lines coincide."""
     match = _ROW_HINT.search(str(error))
-    if match is None or int(match.group(1)) >= newlines:
-        return None
-    if _BLANK_FIRST.match(buf, start, end) or _BEFORE_BLANK.search(buf, start, end):
+    if match is None or int(match.group(1)) >= newlines or lines.empty(start, end).any():
         return None
     index = int(match.group(1))
-    begin = start
-    for _ in range(index):
-        begin = buf.index(b"\n", begin, end) + 1
+    begin = int(lines.starts(start, end)[index])
     return index, begin, buf.index(b"\n", begin, end) + 1
 
 
-def _parse_piece(buf: bytes, start: int, end: int, first: int, piece: _Piece, hints: int) -> None:
+def _parse_piece(buf: bytes, lines: _Lines, start: int, end: int, first: int, piece: _Piece, hints: int) -> None:
     """Parse buf[start:end] (whole lines; `first` = its first line, relative) into `piece`.
 
     When pyarrow rejects a piece, the row its error names (if any) is set aside to be read on
@@ -255,24 +273,24 @@ def _parse_piece(buf: bytes, start: int, end: int, first: int, piece: _Piece, hi
     retries, the piece is halved until the damage is isolated.
     """
     view = memoryview(buf)[start:end]
-    newlines = buf.count(b"\n", start, end)
+    newlines = lines.count(start, end)
     try:
         table = pa_json.read_json(
             pa.BufferReader(pa.py_buffer(view)),
             read_options=pa_json.ReadOptions(use_threads=False, block_size=max(end - start, 1 << 16)),
             parse_options=_PARSE_OPTIONS,
         )
-        rows = _row_lines(view, table.num_rows, newlines)
+        rows = _row_lines(table.num_rows, newlines, lines, start, end)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         table, rows = None, None
-        hinted = _hinted_line(error, buf, start, end, newlines) if hints and newlines > 1 else None
+        hinted = _hinted_line(error, buf, lines, start, end, newlines) if hints and newlines > 1 else None
         if hinted is not None:
             index, begin, stop = hinted
             if begin > start:
-                _parse_piece(buf, start, begin, first, piece, hints - 1)
+                _parse_piece(buf, lines, start, begin, first, piece, hints - 1)
             piece.lines.append((first + index, buf[begin : stop - 1]))
             if stop < end:
-                _parse_piece(buf, stop, end, first + index + 1, piece, hints - 1)
+                _parse_piece(buf, lines, stop, end, first + index + 1, piece, hints - 1)
             return
     if rows is None:
         if end - start <= SMALL_PIECE_BYTES or newlines <= 1:
@@ -282,43 +300,32 @@ def _parse_piece(buf: bytes, start: int, end: int, first: int, piece: _Piece, hi
         middle = buf.rfind(b"\n", start, start + (end - start) // 2) + 1
         if middle <= start:
             middle = buf.find(b"\n", start, end) + 1
-        _parse_piece(buf, start, middle, first, piece, hints)
-        _parse_piece(buf, middle, end, first + buf.count(b"\n", start, middle), piece, hints)
+        _parse_piece(buf, lines, start, middle, first, piece, hints)
+        _parse_piece(buf, lines, middle, end, first + lines.count(start, middle), piece, hints)
         return
     line_index, starts = rows
     types = table.column("type")
     is_metric = pc.fill_null(pc.equal(types, "metric"), False).to_numpy(zero_copy_only=False)
     if not is_metric.all():
         if starts is None:
-            starts = _line_starts(view)
+            starts = lines.starts(start, end)
         for row in np.flatnonzero(~is_metric):
             index = int(line_index[row])
             begin = int(starts[index])
-            stop = buf.find(b"\n", start + begin, end) - start
-            piece.lines.append((first + index, bytes(view[begin:stop])))
+            piece.lines.append((first + index, buf[begin : buf.index(b"\n", begin, end)]))
     if is_metric.any():
         _metric_rows(table.filter(pa.array(is_metric)), line_index[is_metric] + first, piece)
 
 
-def _line_starts(view: memoryview) -> np.ndarray:
-    newlines = np.flatnonzero(np.frombuffer(view, dtype=np.uint8) == 10)
-    return np.concatenate(([0], newlines[:-1] + 1))
-
-
-def _row_lines(view: memoryview, rows: int, newlines: int) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """Line index of each row pyarrow returned (it skips blank lines), with the line starts when
-    they had to be computed; None when rows and lines cannot be matched with certainty."""
+def _row_lines(rows: int, newlines: int, lines: _Lines, start: int, end: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Line index of each row pyarrow returned (it skips empty lines), with the absolute line
+    starts when they had to be computed; None when rows and lines cannot be matched with certainty."""
     if rows == newlines:
         return np.arange(rows, dtype=np.int64), None
-    data = bytes(view)
-    blank = [m.start() + 1 for m in _BEFORE_BLANK.finditer(data)]
-    if _BLANK_FIRST.match(data):
-        blank.append(0)
-    starts = _line_starts(view)
-    kept = np.flatnonzero(~np.isin(starts, blank))
+    kept = np.flatnonzero(~lines.empty(start, end))
     if len(kept) != rows:
         return None
-    return kept, starts
+    return kept, lines.starts(start, end)
 
 
 def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
