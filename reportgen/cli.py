@@ -165,6 +165,36 @@ def note(logs: Path, plan: Path) -> None:
     click.echo(order_note(prepare(logs, plan).report), nl=False)
 
 
+@cli.command()
+@logs_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the reportgen.inspect/1 JSON instead of tables.")
+@quiet_option
+def inspect(logs: Path, as_json: bool, quiet: bool) -> None:
+    """Show what reportgen recognises in LOGS, without a plan.
+
+    Files and their formats, runs merged across sources with their status, step range, times and
+    metrics, non-finite values with the line they were logged on, checkpoints with the parts of
+    the training state they hold, and every problem found.
+
+    \b
+    Example:
+      reportgen inspect logs/
+      reportgen inspect logs/ --json > inspect.json
+    """
+    import json
+
+    from reportgen.ingest import ingest
+    from reportgen.render.inspect import build_inspect, render_text
+
+    progress = Progress(quiet)
+    data = build_inspect(ingest(logs, progress=progress))
+    progress.done()
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        click.echo(render_text(data), nl=False)
+
+
 def main() -> None:
     """Entry point: domain errors exit 1 with their message; a bug says so instead of a traceback."""
     try:

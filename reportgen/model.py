@@ -90,7 +90,7 @@ class Evaluation:
 
     run: str
     step: int
-    at: datetime
+    at: datetime | None  # None when the format keeps no times (a Trainer's trainer_state.json)
     evidence: Evidence
     metrics: dict[str, float]
     seconds: float | None = None
@@ -142,6 +142,63 @@ class LoggedDecision:
 
 
 @dataclass
+class RunFacts:
+    """What one source says about a whole run, for formats without start/end events.
+
+    A Trainer's trainer_state.json, a Lightning version folder, an MLflow run or a TensorBoard
+    folder each give one of these; ingest merges them with the native events into one Run.
+    `status` is only set when the source can tell ("completed" or "interrupted").
+    """
+
+    run: str
+    format: str
+    evidence: Evidence
+    status: str | None = None
+    reason: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    max_steps: int | None = None
+    config: dict | None = None
+    resumes: str | None = None
+
+
+@dataclass
+class Checkpoint:
+    """A checkpoint found on disk, with the parts of the training state it holds (R11, R12).
+
+    `resume_state` maps model, optimizer, scheduler, scaler, rng, data_position and progress to
+    True (saved), False (missing) or None (this format cannot tell).
+    """
+
+    run: str
+    path: str
+    format: str
+    evidence: Evidence
+    step: int | None
+    resume_state: dict[str, bool | None]
+    parts: list[str] = field(default_factory=list)
+
+
+# Text-log findings that end a run before its end.
+FATAL_MESSAGES = {"traceback", "oom", "killed"}
+
+
+@dataclass
+class LogMessage:
+    """Something a text log said: a traceback, an out-of-memory error, a non-finite loss..."""
+
+    run: str | None
+    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished
+    message: str
+    evidence: Evidence
+    step: int | None = None
+    session: int = 0  # which process, when one text log holds several (each start of training)
+    target: str | None = None  # "resumed": the checkpoint path named; "non_finite": the metric
+
+
+@dataclass
 class Run:
     """One training or evaluation run, merged from every source that describes it."""
 
@@ -159,6 +216,8 @@ class Run:
     last_step: int | None = None
     start_evidence: Evidence | None = None
     end_evidence: Evidence | None = None
+    formats: list[str] = field(default_factory=list)
+    facts: list[RunFacts] = field(default_factory=list)
 
 
 @dataclass
@@ -176,6 +235,9 @@ class Campaign:
     stops: list[LoggedStop] = field(default_factory=list)
     step_marks: list[StepMark] = field(default_factory=list)
     decisions: list[LoggedDecision] = field(default_factory=list)
+    run_facts: list[RunFacts] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    messages: list[LogMessage] = field(default_factory=list)
     problems: list[tuple[Evidence, str]] = field(default_factory=list)
 
     def metric_names(self) -> list[str]:

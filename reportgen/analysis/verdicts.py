@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from reportgen.model import Campaign, Evaluation, Evidence, LoggedDecision, Run
+from reportgen.model import FATAL_MESSAGES, Campaign, Evaluation, Evidence, LoggedDecision, Run
 from reportgen.plan.schema import Plan, Variant
 
 DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}
@@ -55,7 +56,12 @@ def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | Non
 
 
 def run_status(run: Run, campaign: Campaign) -> RunStatus:
-    """completed, stopped (a stop was logged), interrupted (no end marker) or unknown."""
+    """completed, stopped (a stop was logged), interrupted (it never reached its end) or unknown.
+
+    Native start/end events decide first; then what other formats say about the whole run
+    (a Trainer's final summary, an MLflow status, a Lightning max_steps reached), then text logs
+    (a traceback, an out-of-memory error or a kill ends a run that no source saw finish).
+    """
     stops = [s for s in campaign.stops if s.run == run.id]
     if stops:
         first = min(stops, key=lambda s: s.at)
@@ -67,9 +73,27 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
         if run.end_status == "stopped":
             return RunStatus("stopped", "the run ended with status 'stopped'", end)
         return RunStatus("interrupted", f"the run ended with status '{run.end_status}'", end)
-    if run.started_at is not None:
+    messages = [m for m in campaign.messages if m.run == run.id]
+    completed = [f for f in run.facts if f.status == "completed"]
+    finished = [m for m in messages if m.kind == "finished"]
+    if completed or finished:
+        reason = completed[0].reason if completed else finished[0].message
+        return RunStatus("completed", reason or "a source records the end of training",
+                         [f.evidence for f in completed] + [m.evidence for m in finished])
+    fatal = [m for m in messages if m.kind in FATAL_MESSAGES]
+    if fatal:
+        return RunStatus("interrupted", fatal[-1].message, [m.evidence for m in fatal])
+    interrupted = [f for f in run.facts if f.status == "interrupted"]
+    if interrupted:
+        return RunStatus("interrupted", interrupted[0].reason or "a source shows the run did not finish",
+                         [f.evidence for f in interrupted])
+    if any(e.kind == "start" for e in campaign.run_events if e.run == run.id):
         seen = [run.start_evidence] if run.start_evidence else []
         return RunStatus("interrupted", "the run started but never logged its end", seen)
+    if run.facts or messages:
+        formats = ", ".join(run.formats) or "its sources"
+        return RunStatus("unknown", f"no source records whether it finished ({formats} keep no end marker)",
+                         [f.evidence for f in run.facts])
     return RunStatus("unknown", "neither a start nor an end was logged", [])
 
 
@@ -79,7 +103,8 @@ def meets(value: float, threshold: float, direction: str) -> bool:
 
 def _final_evaluation(evaluations: list[Evaluation], metric: str) -> Evaluation | None:
     with_metric = [e for e in evaluations if metric in e.metrics]
-    return max(with_metric, key=lambda e: (e.at, e.step, e.evidence)) if with_metric else None
+    # Formats without times (trainer_state.json) are ordered by step alone.
+    return max(with_metric, key=lambda e: (e.at is not None, e.at or datetime.min, e.step, e.evidence)) if with_metric else None
 
 
 def _drop_decision(variant_id: str, decisions: list[LoggedDecision]) -> LoggedDecision | None:

@@ -13,18 +13,21 @@ import pandas as pd
 
 from reportgen.errors import InputError
 from reportgen.plan.freeze import RECORD_DIR
-from reportgen.ingest import native
+from reportgen.ingest import formats
 from reportgen.model import (
     Campaign,
+    Checkpoint,
     CheckpointOp,
     Evaluation,
     Evidence,
     InputFile,
     LoggedDecision,
     LoggedStop,
+    LogMessage,
     ReloadTest,
     Run,
     RunEvent,
+    RunFacts,
     StepMark,
 )
 
@@ -57,7 +60,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
     campaign = Campaign(root=str(logs))
-    frames = []
+    found: dict[str, tuple[Path, bytes]] = {}
     for path in iter_files(logs):
         rel = path.relative_to(logs).as_posix()
         if path.resolve() in excluded:
@@ -74,19 +77,18 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         except OSError as exc:
             _unread(campaign, rel, f"cannot be read: {exc.strerror}")
             continue
-        if native.sniff(head):
-            log = native.read(path, rel)
-            campaign.inputs.append(log.input)
-            frames.append(log.metrics)
-            _add_events(campaign, log.events)
-        else:
-            campaign.inputs.append(InputFile(path=rel, format=None))
-        if progress:
-            progress(rel)
-    frames = [f for f in frames if len(f)]
+        found[rel] = (path, head)
+    readings = formats.read_all(logs, found, progress)
+    frames = []
+    for reading in readings:
+        campaign.inputs.extend(reading.inputs)
+        frames.extend(f for f in reading.frames if len(f))
+        _add_events(campaign, reading.events)
+    campaign.inputs.sort(key=lambda i: i.path)
     if frames:
         metrics = pd.concat(frames, ignore_index=True, sort=False)
         metrics["path"] = metrics["path"].astype(str)
+        metrics["run"] = metrics["run"].astype(str)
         campaign.metrics = metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
     _build_runs(campaign)
     return campaign
@@ -101,6 +103,9 @@ _EVENT_LISTS = {
     LoggedStop: "stops",
     StepMark: "step_marks",
     LoggedDecision: "decisions",
+    RunFacts: "run_facts",
+    Checkpoint: "checkpoints",
+    LogMessage: "messages",
 }
 
 
@@ -157,10 +162,15 @@ def _build_runs(campaign: Campaign) -> None:
             if event.step is not None:
                 run.last_step = max(run.last_step or event.step, event.step)
 
+    for facts in sorted(campaign.run_facts, key=lambda f: (f.run, f.format, f.evidence)):
+        _merge_facts(campaign, _run(campaign, facts.run), facts)
+
     others = [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.stops,
               *(t for t in campaign.reload_tests if t.run is not None)]
     for other in others:
         _source(_run(campaign, str(other.run)), other.evidence.path)
+    for item in [*campaign.checkpoints, *(m for m in campaign.messages if m.run is not None)]:
+        _source(_run(campaign, item.run), item.evidence.path)
 
     metrics = campaign.metrics
     if len(metrics):
@@ -173,6 +183,8 @@ def _build_runs(campaign: Campaign) -> None:
                 _source(run, path)
             run.first_step = int(row.first_step) if run.first_step is None else min(run.first_step, int(row.first_step))
             run.last_step = int(row.last_step) if run.last_step is None else max(run.last_step, int(row.last_step))
+            if pd.isna(row.first_ts):  # a format without times (trainer_state.json, metrics.csv)
+                continue
             if run.started_at is None:
                 run.started_at = row.first_ts.to_pydatetime()
             last_seen = row.last_ts.to_pydatetime()
@@ -181,8 +193,11 @@ def _build_runs(campaign: Campaign) -> None:
 
     for other in others:
         run = campaign.runs[str(other.run)]
-        if run.ended_at is None:
+        if run.ended_at is None and other.at is not None:
             run.last_seen_at = max(run.last_seen_at or other.at, other.at)
+    formats = {info.path: info.format for info in campaign.inputs}
+    for run in campaign.runs.values():
+        run.formats = sorted({formats[p] for p in run.sources if formats.get(p)})
     for run in campaign.runs.values():
         end = run.ended_at or run.last_seen_at
         if run.started_at is not None and end is not None and end < run.started_at:
@@ -191,6 +206,24 @@ def _build_runs(campaign: Campaign) -> None:
                  f"run '{run.id}' ends ({end.isoformat()}) before it starts ({run.started_at.isoformat()}); its time is not counted")
             )
     campaign.runs = dict(sorted(campaign.runs.items()))
+
+
+def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
+    """What a source says about a whole run joins what the others said; each keeps its source."""
+    run.facts.append(facts)
+    _source(run, facts.evidence.path)
+    if facts.started_at is not None and (run.started_at is None or facts.started_at < run.started_at):
+        run.started_at, run.start_evidence = facts.started_at, facts.evidence
+    if facts.ended_at is not None and (run.ended_at is None or facts.ended_at > run.ended_at):
+        run.ended_at, run.end_evidence = facts.ended_at, facts.evidence
+    if facts.first_step is not None:
+        run.first_step = facts.first_step if run.first_step is None else min(run.first_step, facts.first_step)
+    if facts.last_step is not None:
+        run.last_step = facts.last_step if run.last_step is None else max(run.last_step, facts.last_step)
+    run.resumes = run.resumes or facts.resumes
+    if facts.config:
+        merged = {**(run.config or {}), **facts.config}
+        run.config, run.config_id = merged, config_id(merged)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
-from reportgen.model import Evidence
+from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan
 
@@ -38,6 +38,21 @@ def number(value: float | None) -> float | str | None:
 
 def evidence(items: list[Evidence]) -> list[dict]:
     return [e.to_json() for e in sorted(set(items))]
+
+
+def inputs_json(campaign: Campaign) -> list[dict]:
+    """The `inputs` list shared by report.json and inspect: every file, its format, what was skipped."""
+    return [
+        {
+            "path": info.path,
+            "format": info.format,
+            "records": info.records,
+            "skipped": info.skipped,
+            "problems": [{"line": p.line, "message": p.message} for p in info.problems],
+            "problems_not_shown": info.problems_not_shown,
+        }
+        for info in sorted(campaign.inputs, key=lambda i: i.path)
+    ]
 
 
 def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None, generated_at: datetime | None) -> dict:
@@ -181,17 +196,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "frozen_at": frozen.frozen_at if frozen else None,
             "reconciled_against": "frozen original" if frozen else "plan as given (not frozen)",
         },
-        "inputs": [
-            {
-                "path": info.path,
-                "format": info.format,
-                "records": info.records,
-                "skipped": info.skipped,
-                "problems": [{"line": p.line, "message": p.message} for p in info.problems],
-                "problems_not_shown": info.problems_not_shown,
-            }
-            for info in campaign.inputs
-        ],
+        "inputs": inputs_json(campaign),
         "problems": problems,
         "runs": runs,
         "stops": stops,

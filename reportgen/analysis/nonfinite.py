@@ -1,0 +1,76 @@
+"""Non-finite values (NaN, infinity) in each run's metrics, grouped into windows of steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import METRIC_FRAME_COLUMNS, Campaign, Evidence
+
+
+@dataclass
+class NonFinite:
+    """A window of logged rows where one metric was not finite, from its first row on."""
+
+    run: str
+    metric: str
+    step: int | None
+    last_step: int | None
+    count: int
+    evidence: list[Evidence] = field(default_factory=list)
+    note: str | None = None
+
+
+def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
+    """Per run, each metric's non-finite windows (consecutive logged rows), plus text-log reports."""
+    out: dict[str, list[NonFinite]] = {}
+    frame = campaign.metrics
+    names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
+    for name in names:
+        values = frame[name]
+        logged = values.notna().to_numpy()
+        if not logged.any():
+            continue
+        numbers = values.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=0.0)
+        bad = logged & ~np.isfinite(numbers)
+        if not bad.any():
+            continue
+        rows = frame.loc[logged, ["run", "path", "line", "step"]].assign(bad=bad[logged])
+        for run, group in rows.groupby("run", sort=True):
+            flags = group["bad"].to_numpy()
+            if not flags.any():
+                continue
+            # A window is a run of consecutive logged rows (of this metric, in one file) that are not finite.
+            for path, in_file in group.groupby("path", sort=True):
+                flags = in_file["bad"].to_numpy()
+                starts = np.flatnonzero(flags & ~np.concatenate(([False], flags[:-1])))
+                for start in starts:
+                    stop = start
+                    while stop + 1 < len(flags) and flags[stop + 1]:
+                        stop += 1
+                    first, last = in_file.iloc[start], in_file.iloc[stop]
+                    evidence = Evidence(str(path), _int(first["line"]))
+                    out.setdefault(str(run), []).append(NonFinite(
+                        str(run), name, _int(first["step"]), _int(last["step"]), int(stop - start + 1), [evidence]))
+    for message in campaign.messages:
+        if message.kind == "non_finite" and message.run is not None:
+            covering = [w for w in out.get(message.run, []) if message.evidence.path in {e.path for e in w.evidence}
+                        and message.step is not None and w.step is not None and w.step <= message.step <= (w.last_step or w.step)]
+            if covering:  # the value is already in the metrics; keep what the source said about it
+                for window in covering:
+                    window.note = window.note or message.message
+                continue
+            metric = message.target or "loss"
+            if message.step is None and any(w.metric == metric for w in out.get(message.run, [])):
+                continue  # a printed copy of values the run's metrics already hold
+            out.setdefault(message.run, []).append(NonFinite(
+                message.run, metric, message.step, message.step, 1, [message.evidence], note=message.message))
+    for run in out:
+        out[run].sort(key=lambda n: (n.step is None, n.step or 0, n.metric, n.evidence))
+    return out
+
+
+def _int(value) -> int | None:
+    return None if pd.isna(value) else int(value)

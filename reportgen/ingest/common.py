@@ -1,0 +1,165 @@
+"""What every format reader shares: the shape of its result and the metrics frame it builds."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from reportgen.model import InputFile
+
+
+@dataclass
+class Reading:
+    """What a reader made of its files: one InputFile each, metric rows, and the rare events."""
+
+    inputs: list[InputFile] = field(default_factory=list)
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    events: list = field(default_factory=list)
+
+
+class MetricRows:
+    """Collects metric rows of one file column by column; each metric column is sparse."""
+
+    def __init__(self, rel: str):
+        self.rel = rel
+        self.line: list[int | None] = []
+        self.run: list[str] = []
+        self.kind: list[str] = []
+        self.step: list[int | None] = []
+        self.ts: list[datetime | None] = []
+        self.values: dict[str, dict[int, float]] = {}
+
+    def add(self, run: str, kind: str, step: int | None, line: int | None, ts: datetime | None,
+            values: dict[str, float]) -> None:
+        row = len(self.line)
+        self.line.append(line)
+        self.run.append(run)
+        self.kind.append(kind)
+        self.step.append(step)
+        self.ts.append(ts)
+        for name, value in values.items():
+            self.values.setdefault(name, {})[row] = value
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def frame(self) -> pd.DataFrame:
+        return metric_frame(self.rel, self.line, self.run, self.kind, self.step, self.ts,
+                            {name: _column(cells, len(self.line)) for name, cells in self.values.items()})
+
+
+def _column(cells: dict[int, float], rows: int) -> pa.Array:
+    values = np.zeros(rows, dtype=np.float64)
+    present = np.zeros(rows, dtype=bool)
+    if cells:
+        index = np.fromiter(cells.keys(), dtype=np.int64, count=len(cells))
+        values[index] = np.fromiter(cells.values(), dtype=np.float64, count=len(cells))
+        present[index] = True
+    return pa.array(values, mask=~present)
+
+
+def metric_frame(rel: str, line: Sequence[int | None], run: Sequence[str] | str, kind: Sequence[str] | str,
+                 step: Sequence[int | None], ts: Sequence[datetime | None] | pa.Array,
+                 metrics: dict[str, pa.Array]) -> pd.DataFrame:
+    """A metrics frame with the same columns and types as the native reader's.
+
+    Metric columns keep NaN (logged non-finite) apart from null (not logged in that row).
+    """
+    rows = len(line)
+    if isinstance(run, str):
+        run = [run] * rows
+    if isinstance(kind, str):
+        kind = [kind] * rows
+    stamps = ts if isinstance(ts, pa.Array) else pa.array(list(ts), pa.timestamp("us", tz="UTC"))
+    frame = pd.DataFrame(
+        {
+            "path": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [rel]),
+            "line": pd.array(list(line), dtype="Int64"),
+            "run": pd.array(list(run), dtype=object),
+            "kind": pd.array(list(kind), dtype=object),
+            "step": pd.array(list(step), dtype="Int64"),
+            "ts": stamps.to_pandas() if rows else pd.Series([], dtype="datetime64[us, UTC]"),
+        }
+    )
+    for name in sorted(metrics):
+        frame[name] = pd.Series(pd.arrays.ArrowExtensionArray(metrics[name]))
+    return frame
+
+
+def from_epoch(seconds: float | None) -> datetime | None:
+    """A Unix time (seconds) as an aware UTC datetime; None for missing or absurd values."""
+    if seconds is None or not math.isfinite(seconds) or not 0 < seconds < 32503680000:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def decode_text(raw: bytes) -> str | None:
+    """UTF-8 text (a BOM is dropped), or None when the bytes are not text."""
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    if b"\x00" in raw[:8192]:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class LineIndex:
+    """Line numbers of character offsets in one text."""
+
+    def __init__(self, text: str):
+        # One code unit per character, so array indexes are string offsets.
+        units = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) if text.isascii()
+                 else np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
+        self.ends = np.flatnonzero(units == 10)
+
+    def line(self, offset: int) -> int:
+        return int(np.searchsorted(self.ends, offset, side="left")) + 1
+
+
+def json_entries(text: str, start: int) -> tuple[list[tuple[int, object]], str | None]:
+    """The elements of the JSON array starting at `start` ('['), each with its offset.
+
+    Reads element by element, so a file cut off mid-array still gives every complete element;
+    the second value is a message when the array is damaged or cut off.
+    """
+    decoder = json.JSONDecoder()
+    out: list[tuple[int, object]] = []
+    pos = start + 1
+    length = len(text)
+    while True:
+        while pos < length and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= length:
+            return out, "the file ends inside the list (cut off)"
+        if text[pos] == "]":
+            return out, None
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            return out, f"unreadable JSON ({exc.msg})"
+        out.append((pos, value))
+        pos = end
+        while pos < length and text[pos] in " \t\r\n":
+            pos += 1
+        if pos < length and text[pos] == ",":
+            pos += 1
+        elif pos < length and text[pos] == "]":
+            return out, None
+        elif pos >= length:
+            return out, "the file ends inside the list (cut off)"
+        else:
+            return out, "unreadable JSON (expected ',' or ']')"

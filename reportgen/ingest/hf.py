@@ -1,0 +1,168 @@
+"""Hugging Face Trainer output folders: trainer_state.json, checkpoint-N/ folders, PEFT adapters.
+
+`trainer_state.json` is JSON with bare NaN and Infinity (Python's json writes them); its
+`log_history` holds train entries (loss, grad_norm, learning_rate), eval entries (eval_*) and a
+final summary (train_runtime, train_loss...) written when training ends. It has no wall-clock
+times: a run's times come from its other sources (TensorBoard, MLflow, text logs) or stay unknown.
+
+With the default `logging_nan_inf_filter`, non-finite losses are left out of the logged mean, so a
+logging window where every step was non-finite is logged as `"loss": 0.0` while `grad_norm` is
+NaN. Such a loss is kept as NaN here, with the reason, because the run did have non-finite values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from reportgen.ingest.common import LineIndex, MetricRows, decode_text, is_number, json_entries
+from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile, LogMessage, RunFacts
+
+FORMAT = "hf-trainer"
+STATE = "trainer_state.json"
+CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
+SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos"}
+NOT_METRICS = {"step", "epoch"}
+WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "model.safetensors", "pytorch_model.bin",
+           "model.safetensors.index.json", "pytorch_model.bin.index.json")
+# Files a Trainer checkpoint holds, and the part of the training state each one is.
+PARTS = {
+    "optimizer": ("optimizer.pt", "optimizer.bin"),
+    "scheduler": ("scheduler.pt",),
+    "scaler": ("scaler.pt",),
+}
+RNG = re.compile(r"^rng_state(_\d+)?\.pth$")
+
+
+def sniff_state(head: bytes) -> bool:
+    text = head[:4096]
+    return text.lstrip().startswith(b"{") and b'"log_history"' in head and b'"global_step"' in head
+
+
+def sniff_adapter(head: bytes) -> bool:
+    return head.lstrip().startswith(b"{") and b'"peft_type"' in head
+
+
+def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, list, dict]:
+    """One trainer_state.json: metric rows, evaluations, facts; the dict holds the top-level fields."""
+    info = InputFile(path=rel, format=FORMAT)
+    rows = MetricRows(rel)
+    events: list = []
+    text = decode_text(path.read_bytes())
+    if text is None:
+        info.problem(None, "not UTF-8 text; a trainer_state.json is JSON")
+        return info, rows, events, {}
+    try:
+        state = json.loads(text)
+    except json.JSONDecodeError as exc:
+        state = None
+        problem = f"unreadable JSON at line {exc.lineno} ({exc.msg})"
+    if state is not None and not isinstance(state, dict):
+        info.problem(1, "a trainer_state.json holds one JSON object; this is not one")
+        return info, rows, events, {}
+    lines = LineIndex(text)
+    start = text.find('"log_history"')
+    history_at = text.find("[", start) if start >= 0 else -1
+    entries: list[tuple[int, object]] = []
+    if history_at >= 0:
+        entries, damage = json_entries(text, history_at)
+        if state is None:
+            info.problem(lines.line(len(text)), f"{problem}; the {len(entries)} complete log_history entries before it are read")
+            info.skipped += 1
+    elif state is None:
+        info.problem(None, problem)
+        return info, rows, events, {}
+    top = state or {}
+    summary = None
+    for offset, entry in entries:
+        line = lines.line(offset)
+        if not isinstance(entry, dict):
+            info.problem(line, "log_history entry is not an object; skipped")
+            info.skipped += 1
+            continue
+        step = entry.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            info.problem(line, "log_history entry has no integer 'step'; skipped")
+            info.skipped += 1
+            continue
+        if SUMMARY_KEYS & entry.keys() and "train_runtime" in entry:
+            summary = (entry, line)
+        values = {k: float(v) for k, v in entry.items() if k not in NOT_METRICS and is_number(v)}
+        if "epoch" in entry and is_number(entry["epoch"]):
+            values["epoch"] = float(entry["epoch"])
+        kind = "eval" if any(k.startswith("eval_") for k in values) else ("summary" if summary and summary[0] is entry else "train")
+        if kind == "train" and values.get("loss") == 0.0 and _non_finite(values.get("grad_norm")):
+            values["loss"] = math.nan
+            events.append(LogMessage(run, "non_finite", "loss logged as 0.0 while grad_norm is non-finite: "
+                                     "the Trainer's NaN filter (logging_nan_inf_filter) left every non-finite loss "
+                                     "of this logging window out", Evidence(rel, line), step))
+        rows.add(run, kind, step, line, None, values)
+        info.records += 1
+        if kind == "eval":
+            metrics = {k: v for k, v in values.items() if k.startswith("eval_")}
+            events.append(Evaluation(run, step, None, Evidence(rel, line), metrics))
+    return info, rows, events, {"state": top, "summary": summary, "history": bool(entries)}
+
+
+def _non_finite(value: float | None) -> bool:
+    return value is not None and not math.isfinite(value)
+
+
+def state_facts(run: str, rel: str, parsed: dict, checkpoints: list[Checkpoint]) -> RunFacts:
+    """Status of a run from its final trainer_state.json (or, failing that, its last checkpoint's)."""
+    state = parsed.get("state") or {}
+    summary = parsed.get("summary")
+    global_step = state.get("global_step") if isinstance(state.get("global_step"), int) else None
+    max_steps = state.get("max_steps") if isinstance(state.get("max_steps"), int) else None
+    control = (((state.get("stateful_callbacks") or {}).get("TrainerControl") or {}).get("args") or {}) \
+        if isinstance(state.get("stateful_callbacks"), dict) else {}
+    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary[1] if summary else None),
+                     last_step=global_step, max_steps=max_steps)
+    if summary is not None:
+        facts.status, facts.reason = "completed", "trainer_state.json has the final training summary (train_runtime)"
+    elif max_steps and global_step is not None and global_step >= max_steps and control.get("should_training_stop"):
+        facts.status, facts.reason = "completed", f"global_step {global_step} reached max_steps {max_steps}"
+    else:
+        facts.status = "interrupted"
+        facts.reason = (f"no final training summary; the last state on disk is at step {global_step}"
+                        + (f" of {max_steps}" if max_steps else ""))
+    return facts
+
+
+def checkpoint(folder: Path, rel_folder: str, run: str, names: set[str]) -> Checkpoint:
+    """What a checkpoint-N/ folder holds, judged by the files present (nothing is loaded)."""
+    step = int(CHECKPOINT_DIR.match(folder.name).group(1))
+    has_state = STATE in names
+    state = {
+        "model": any(n in names for n in WEIGHTS),
+        "optimizer": any(n in names for n in PARTS["optimizer"]),
+        "scheduler": any(n in names for n in PARTS["scheduler"]),
+        "scaler": any(n in names for n in PARTS["scaler"]),
+        "rng": any(RNG.match(n) for n in names),
+        # The Trainer finds its place in the data from global_step and epoch in trainer_state.json.
+        "data_position": has_state,
+        "progress": has_state,
+    }
+    parts = sorted(n for n in names)
+    evidence = Evidence(f"{rel_folder}/{STATE}" if has_state else rel_folder)
+    return Checkpoint(run=run, path=rel_folder, format=FORMAT, evidence=evidence, step=step,
+                      resume_state=state, parts=parts)
+
+
+def read_adapter(path: Path, rel: str) -> tuple[InputFile, dict]:
+    """A PEFT adapter_config.json: the base model and revision the adapter was trained on."""
+    info = InputFile(path=rel, format=FORMAT)
+    text = decode_text(path.read_bytes())
+    try:
+        data = json.loads(text) if text is not None else None
+    except json.JSONDecodeError as exc:
+        info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
+        return info, {}
+    if not isinstance(data, dict):
+        info.problem(None, "an adapter_config.json holds one JSON object; this is not one")
+        return info, {}
+    info.records = 1
+    keep = ("peft_type", "base_model_name_or_path", "revision", "r", "lora_alpha", "target_modules", "task_type")
+    return info, {f"adapter.{k}": data[k] for k in keep if k in data and data[k] is not None}

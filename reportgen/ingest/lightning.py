@@ -1,0 +1,152 @@
+"""PyTorch Lightning CSVLogger folders: `<name>/version_N/` with metrics.csv, hparams.yaml, checkpoints/*.ckpt.
+
+metrics.csv is sparse: one row per `log` flush, with `step` and `epoch` columns and an empty
+cell for every metric not logged in that row. Lightning writes no end marker, so a version's
+status comes from its checkpoints (global_step against max_steps, when the hyperparameters name
+it), from a later version that resumed it, or from its text log.
+A .ckpt is read without unpickling it (see torchfile): its top-level keys tell which parts of
+the training state it holds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import yaml
+
+from reportgen.ingest.common import MetricRows, decode_text
+from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
+from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
+
+FORMAT = "lightning-csv"
+_EVAL_PREFIXES = ("val", "valid", "validation", "eval", "test")
+
+
+def sniff_metrics(head: bytes, name: str) -> bool:
+    first = head.split(b"\n", 1)[0].strip().decode("utf-8", errors="replace")
+    columns = first.split(",")
+    return name.endswith(".csv") and "step" in columns and len(columns) >= 2
+
+
+def is_eval(name: str) -> bool:
+    return name.split("/", 1)[0].split("_", 1)[0].lower() in _EVAL_PREFIXES
+
+
+def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, list[Evaluation]]:
+    info = InputFile(path=rel, format=FORMAT)
+    rows = MetricRows(rel)
+    evals: list = []
+    text = decode_text(path.read_bytes())
+    if text is None:
+        info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
+        return info, rows, evals
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return info, rows, evals
+    if "step" not in header:
+        info.problem(1, "no 'step' column in the header")
+        return info, rows, evals
+    step_at = header.index("step")
+    unterminated = not text.endswith("\n")
+    total = text.count("\n") + (1 if unterminated else 0)
+    for cells in reader:
+        line = reader.line_num
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            cut = unterminated and line == total
+            info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
+                         + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
+            info.skipped += 1
+            continue
+        try:
+            step = int(float(cells[step_at]))
+        except ValueError:
+            info.problem(line, f"step: {cells[step_at]!r} is not a number; row skipped")
+            info.skipped += 1
+            continue
+        values = {}
+        bad = None
+        for name, cell in zip(header, cells):
+            if name == "step" or cell == "":
+                continue
+            try:
+                values[name] = float(cell)
+            except ValueError:
+                bad = name
+        if bad is not None:
+            info.problem(line, f"{bad}: {cells[header.index(bad)]!r} is not a number; that cell is left out")
+        logged = [k for k in values if k != "epoch"]
+        kind = "eval" if logged and all(is_eval(k) for k in logged) else "train"
+        rows.add(run, kind, step, line, None, values)
+        info.records += 1
+        if kind == "eval":
+            evals.append((step, Evidence(rel, line), {k: values[k] for k in logged}))
+    return info, rows, evals
+
+
+def read_hparams(path: Path, rel: str) -> tuple[InputFile, dict]:
+    info = InputFile(path=rel, format=FORMAT)
+    text = decode_text(path.read_bytes())
+    try:
+        data = yaml.safe_load(text) if text is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', exc)})")
+        return info, {}
+    if data is None:
+        return info, {}
+    if not isinstance(data, dict):
+        info.problem(1, "hparams.yaml holds a mapping of hyperparameters; this is not one")
+        return info, {}
+    info.records = 1
+    return info, data
+
+
+def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoint | None, dict]:
+    """A .ckpt's resume state from its top-level keys; the pickle is walked, never run."""
+    info = InputFile(path=rel, format=FORMAT)
+    try:
+        data = read_torch_file(path)
+    except UnreadablePickle as exc:
+        info.problem(None, f"checkpoint cannot be inspected: {exc}")
+        info.skipped = 1
+        return info, None, {}
+    if not isinstance(data, dict):
+        info.problem(None, "not a Lightning checkpoint (its top level is not a dictionary)")
+        return info, None, {}
+    info.records = 1
+    loops = data.get("loops") if isinstance(data.get("loops"), dict) else {}
+    fit = loops.get("fit_loop") if isinstance(loops.get("fit_loop"), dict) else {}
+    batch = fit.get("epoch_loop.batch_progress") if isinstance(fit.get("epoch_loop.batch_progress"), dict) else {}
+    loader_state = isinstance(fit.get("state_dict"), dict) and "combined_loader" in fit["state_dict"]
+    step = data.get("global_step") if isinstance(data.get("global_step"), int) else None
+    state = {
+        "model": isinstance(data.get("state_dict"), (dict, Opaque)),
+        "optimizer": bool(data.get("optimizer_states")),
+        "scheduler": bool(data.get("lr_schedulers")),
+        "scaler": any(k in data for k in ("native_amp_scaling_state", "amp_scaling_state", "MixedPrecision")),
+        # Lightning restores RNG state only when a callback or the user saves it.
+        "rng": any("rng" in str(k).lower() for k in data),
+        # Mid-epoch, the data position comes back only with a stateful data loader.
+        "data_position": bool(batch) and (batch.get("is_last_batch") is True or loader_state),
+        "progress": bool(fit) and step is not None,
+    }
+    parts = sorted(str(k) for k in data)
+    hparams = data.get("hyper_parameters") if isinstance(data.get("hyper_parameters"), dict) else {}
+    check = Checkpoint(run=run, path=rel, format=FORMAT, evidence=Evidence(rel), step=step,
+                       resume_state=state, parts=parts)
+    plain = {k: v for k, v in hparams.items() if isinstance(v, (int, float, str, bool)) or v is None}
+    return info, check, {"global_step": step, "hyper_parameters": plain}
+
+
+def max_steps(hparams: dict) -> int | None:
+    value = hparams.get("max_steps")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+

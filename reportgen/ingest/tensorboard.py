@@ -1,0 +1,299 @@
+"""TensorBoard event files (`events.out.tfevents.*`), read without TensorFlow.
+
+An event file is a sequence of TFRecords: a little-endian uint64 length, the masked CRC-32C of
+those 8 bytes, the record, and the masked CRC-32C of the record. Every CRC is checked (with the
+hardware CRC-32C of google-crc32c). Each record is an `Event` protocol buffer, decoded here by
+hand for the few fields reportgen needs:
+
+    Event:        1 wall_time (double), 2 step (int64), 3 file_version, 5 summary, 7 session_log
+    Summary:      1 value (repeated)
+    Value:        1 tag, 2 simple_value (float), 8 tensor, 9 metadata
+    TensorProto:  1 dtype, 2 shape, 4 tensor_content, 5 float_val, 6 double_val, 7 int_val, 10 int64_val
+    Metadata:     1 plugin_data { 1 plugin_name }
+
+Scalars come from `simple_value` (torch's SummaryWriter, Keras) and from one-element tensors
+(tf.summary, the `scalars` plugin). A record whose CRC fails is reported and skipped; a file
+cut off mid-record (a killed writer) is reported, and everything before the cut is kept.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import google_crc32c
+
+from reportgen.ingest.common import metric_frame
+from reportgen.model import InputFile
+
+FORMAT = "tensorboard"
+_HEADER = struct.Struct("<QI")
+_U32 = struct.Struct("<I")
+_DOUBLE = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+_MASK_DELTA = 0xA282EAD8
+# TensorProto dtypes with one number per element: struct code and size.
+_DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("i", 4), 9: ("q", 8), 19: ("e", 2)}
+_EVAL_PREFIXES = ("eval", "val", "validation", "test")
+_SESSION_START = 1
+
+
+def masked_crc(data: bytes) -> int:
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def sniff(head: bytes) -> bool:
+    """A TFRecord whose length and record CRCs check out and whose record is an Event."""
+    if len(head) < 16:
+        return False
+    length, length_crc = _HEADER.unpack_from(head, 0)
+    if masked_crc(head[:8]) != length_crc or length > len(head) - 16:
+        return False
+    data = head[12:12 + length]
+    return masked_crc(data) == _U32.unpack_from(head, 12 + length)[0] and data[:1] in (b"\x09", b"\x10", b"\x1a")
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _skip(buf: bytes, pos: int, wire: int) -> int:
+    if wire == 0:
+        return _varint(buf, pos)[1]
+    if wire == 1:
+        return pos + 8
+    if wire == 2:
+        size, pos = _varint(buf, pos)
+        return pos + size
+    if wire == 5:
+        return pos + 4
+    raise ValueError(f"unsupported wire type {wire}")
+
+
+def _fields(buf: bytes, start: int, end: int):
+    """(field number, wire type, value start, value end) of each field in buf[start:end]."""
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 2:
+            size, pos = _varint(buf, pos)
+            yield number, wire, pos, pos + size
+            pos += size
+        else:
+            after = _skip(buf, pos, wire)
+            yield number, wire, pos, after
+            pos = after
+        if pos > end:
+            raise ValueError("field runs past the end of its message")
+
+
+def _plugin_name(buf: bytes, start: int, end: int) -> str | None:
+    for number, _wire, a, b in _fields(buf, start, end):
+        if number == 1:  # plugin_data
+            for n2, _w2, c, d in _fields(buf, a, b):
+                if n2 == 1:
+                    return buf[c:d].decode("utf-8", errors="replace")
+    return None
+
+
+def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
+    """The value of a one-element numeric tensor, or None for anything else."""
+    dtype = 0
+    content = packed = None
+    packed_field = 0
+    for number, wire, a, b in _fields(buf, start, end):
+        if number == 1 and wire == 0:
+            dtype = _varint(buf, a)[0]
+        elif number == 2:  # TensorShapeProto: repeated dim { size }
+            for n, _w, c, d in _fields(buf, a, b):
+                if n == 2:
+                    sizes = [_varint(buf, e)[0] for m, _x, e, _f in _fields(buf, c, d) if m == 1]
+                    if sizes and sizes[0] != 1:
+                        return None
+        elif number == 4:
+            content = buf[a:b]
+        elif number in (5, 6, 7, 10, 13) and wire in (1, 2, 5, 0):
+            packed_field, packed = number, (wire, a, b)
+    if dtype not in _DTYPES:
+        return None
+    code, size = _DTYPES[dtype]
+    if content is not None:
+        if len(content) != size:
+            return None
+        return float(struct.unpack("<" + code, content)[0])
+    if packed is None:
+        return None
+    wire, a, b = packed
+    if packed_field == 5:
+        raw = buf[a:b] if wire == 2 else buf[a:a + 4]
+        return float(_FLOAT.unpack(raw[:4])[0]) if len(raw) == 4 else None
+    if packed_field == 6:
+        raw = buf[a:b] if wire == 2 else buf[a:a + 8]
+        return float(_DOUBLE.unpack(raw[:8])[0]) if len(raw) == 8 else None
+    if packed_field == 13:  # half values are stored as int32 bit patterns
+        bits = _varint(buf, a)[0]
+        return float(np.array([bits], dtype=np.uint16).view(np.float16)[0])
+    value = _varint(buf, a)[0]
+    if value >= 1 << 63:
+        value -= 1 << 64
+    return float(value)
+
+
+class _Scalars:
+    """The scalar values of one file, column by column."""
+
+    def __init__(self):
+        self.record: list[int] = []
+        self.wall: list[float] = []
+        self.step: list[int] = []
+        self.tag: list[str] = []
+        self.value: list[float] = []
+        self.plugins: dict[str, str | None] = {}
+        self.other_values = 0
+        self.restarts: list[tuple[int, int]] = []  # (record, step) of SessionLog START events
+
+
+def _event(buf: bytes, record: int, out: _Scalars) -> None:
+    """Decode one Event record into `out`."""
+    wall = 0.0
+    step = 0
+    summary = None
+    end = len(buf)
+    pos = 0
+    # The common case (wall_time, step, summary in order) is decoded inline for speed.
+    while pos < end:
+        key = buf[pos]
+        if key == 0x09:
+            wall = _DOUBLE.unpack_from(buf, pos + 1)[0]
+            pos += 9
+        elif key == 0x10:
+            step, pos = _varint(buf, pos + 1)
+            if step >= 1 << 63:
+                step -= 1 << 64
+        elif key == 0x2A:
+            size, pos = _varint(buf, pos + 1)
+            summary = (pos, pos + size)
+            pos += size
+        elif key == 0x3A:  # session_log
+            size, pos = _varint(buf, pos + 1)
+            for number, wire, a, _b in _fields(buf, pos, pos + size):
+                if number == 1 and wire == 0 and _varint(buf, a)[0] == _SESSION_START:
+                    out.restarts.append((record, step))
+            pos += size
+        else:
+            number_key, after = _varint(buf, pos)
+            pos = _skip(buf, after, number_key & 7)
+    if pos != end:
+        raise ValueError("the record's fields run past its end")
+    if summary is None:
+        return
+    for number, _wire, a, b in _fields(buf, *summary):
+        if number != 1:
+            continue
+        tag = None
+        value = None
+        tensor = None
+        for n, wire, c, d in _fields(buf, a, b):
+            if n == 1:
+                tag = buf[c:d].decode("utf-8", errors="replace")
+            elif n == 2 and wire == 5:
+                value = _FLOAT.unpack_from(buf, c)[0]
+            elif n == 8:
+                tensor = (c, d)
+            elif n == 9:
+                plugin = _plugin_name(buf, c, d)
+                if tag is not None:
+                    out.plugins.setdefault(tag, plugin)
+                else:
+                    out.plugins.setdefault("", plugin)
+        if tag is None:
+            continue
+        if "" in out.plugins:  # metadata came before the tag in this value
+            out.plugins.setdefault(tag, out.plugins.pop(""))
+        if value is None and tensor is not None and out.plugins.get(tag) in (None, "scalars"):
+            value = _tensor_scalar(buf, *tensor)
+        if value is None:
+            out.other_values += 1
+            continue
+        out.record.append(record)
+        out.wall.append(wall)
+        out.step.append(step)
+        out.tag.append(tag)
+        out.value.append(value)
+
+
+def read(path: Path, rel: str, run: str):
+    """Read one event file: its InputFile and a frame with one row per scalar value."""
+    info = InputFile(path=rel, format=FORMAT)
+    out = _Scalars()
+    buf = path.read_bytes()
+    size = len(buf)
+    pos = 0
+    record = 0
+    crc = google_crc32c.value
+    header = _HEADER.unpack_from
+    u32 = _U32.unpack_from
+    while pos < size:
+        record += 1
+        if size - pos < 12:
+            info.problem(record, f"cut off in the header of record {record} ({size - pos} bytes left): the writer stopped mid-record")
+            info.skipped += 1
+            break
+        length, length_crc = header(buf, pos)
+        c = crc(buf[pos:pos + 8])
+        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
+            info.problem(record, f"record {record} at byte {pos}: the length's CRC does not match; the rest of the file cannot be framed and is not read")
+            info.skipped += 1
+            break
+        start = pos + 12
+        end = start + length
+        if end + 4 > size:
+            info.problem(record, f"record {record} is cut off ({size - start} of {length + 4} bytes): the writer stopped mid-record")
+            info.skipped += 1
+            break
+        data = buf[start:end]
+        c = crc(data)
+        pos = end + 4
+        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != u32(buf, end)[0]:
+            info.problem(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
+            info.skipped += 1
+            continue
+        try:
+            _event(data, record, out)
+        except (ValueError, IndexError, struct.error) as exc:
+            info.problem(record, f"record {record}: not a readable Event ({exc}); record skipped")
+            info.skipped += 1
+            continue
+        info.records += 1
+    return info, _frame(out, rel, run), out.restarts
+
+
+def _frame(out: _Scalars, rel: str, run: str):
+    """One row per (record, tag): the tag's column holds the value, the others are null."""
+    rows = len(out.record)
+    values = np.asarray(out.value, dtype=np.float64)
+    tags = np.asarray(out.tag, dtype=object)
+    metrics = {}
+    for tag in sorted(set(out.tag)):
+        present = tags == tag
+        metrics[tag] = pa.array(values, mask=~present)
+    walls = np.asarray(out.wall, dtype=np.float64)
+    stamps = pa.array((walls * 1e6).round().astype(np.int64), pa.timestamp("us", tz="UTC"),
+                      mask=~(walls > 0)) if rows else pa.array([], pa.timestamp("us", tz="UTC"))
+    kind_of = {t: "eval" if t.split("/", 1)[0].split("_", 1)[0].lower() in _EVAL_PREFIXES else "train" for t in set(out.tag)}
+    kinds = [kind_of[t] for t in out.tag]
+    return metric_frame(rel, out.record, run, kinds, out.step, stamps, metrics)

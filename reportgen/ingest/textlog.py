@@ -1,0 +1,141 @@
+"""Plain text logs (stdout/stderr captures): what went wrong, and how the run ended.
+
+Recognised, each with its line:
+- Python tracebacks (the message is the exception line that ends them) and CUDA out-of-memory;
+- a process killed by the system ("Killed", SIGKILL);
+- non-finite losses in messages and in the Trainer's printed progress dicts;
+- "Token indices sequence length is longer than the specified maximum sequence length": the
+  inputs are longer than the model's maximum and were NOT cut (the tokenizer warns, then the
+  model would index out of range or the collator cuts later) — reported as `too_long`;
+- real truncation messages (sequences truncated, `truncation` strategies applied) — `truncation`;
+- the end of training (the Trainer's final summary dict, Lightning's "`Trainer.fit` stopped");
+- resumes ("Restoring states from the checkpoint path at ...", "Continuing training from ...").
+Lightning prints "GPU available:" when each process starts: lines after the k-th such line
+belong to session k, so a log appended to by a run and its resume can be told apart.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+from reportgen.ingest.common import decode_text
+from reportgen.model import Evidence, InputFile, LogMessage
+
+FORMAT = "text-log"
+TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".stdout", ".stderr")
+MAX_MESSAGE = 300
+
+_TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*|[A-Za-z_][\w.]*Error)$")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory", re.I)
+_KILLED = re.compile(r"^(Killed|.*\bSIGKILL\b.*|.*killed by signal 9.*|.*exit code 137.*)$", re.I)
+_NON_FINITE = re.compile(r"\b(loss|grad[_ ]?norm)\b[^\n]{0,40}?\b(nan|inf|infinity|non-finite|not finite)\b", re.I)
+_TOO_LONG = re.compile(r"sequence length is longer than the specified maximum sequence length", re.I)
+_TRUNCATION = re.compile(r"\btruncat(ed|ion|ing)\b", re.I)
+_FIT_DONE = re.compile(r"`Trainer\.fit` stopped:|Training completed\. Do not forget to share your model")
+_RESTORE = re.compile(r"(?:Restoring states from the checkpoint path at|Restored all states from the checkpoint at|"
+                      r"Continuing training from checkpoint|Loading model from) (\S+)")
+_SESSION = re.compile(r"^GPU available: ")
+_PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
+
+
+def sniff(head: bytes, name: str) -> bool:
+    text = decode_text(head[: 1 << 16]) if head else None
+    if text is None and head:
+        # A cut in the middle of a UTF-8 character at the end of the sniffed bytes is fine.
+        text = decode_text(head[: (1 << 16) - 4]) if len(head) >= 1 << 16 else None
+    if text is None:
+        return False
+    if name.lower().endswith(TEXT_SUFFIXES):
+        return True
+    return any(p.search(text) for p in (_TRACEBACK, _OOM, _FIT_DONE, _TOO_LONG)) or \
+        any(_PROGRESS.match(line) for line in text.splitlines()[:200])
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + " …"
+
+
+def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
+    """Every recognised message of one text log; the run is filled in by ingest."""
+    info = InputFile(path=rel, format=FORMAT)
+    raw = path.read_bytes()
+    text = decode_text(raw)
+    if text is None:
+        text = raw.decode("utf-8", errors="replace")
+        info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
+    messages: list[LogMessage] = []
+    session = 0
+    seen_session_line = False
+    in_traceback: int | None = None
+
+    def add(kind: str, line: int, message: str, target: str | None = None) -> None:
+        messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), session=session, target=target))
+
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _SESSION.match(stripped):
+            if seen_session_line:
+                session += 1
+            seen_session_line = True
+        if in_traceback is not None:
+            if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
+                kind = "oom" if _OOM.search(stripped) else "traceback"
+                add(kind, number, stripped)
+                in_traceback = None
+                continue
+            if not line.startswith((" ", "\t")) and not stripped.startswith(("During handling", "The above exception")):
+                add("traceback", in_traceback, "a traceback with no final exception line")
+                in_traceback = None
+            else:
+                continue
+        if _TRACEBACK.match(stripped):
+            in_traceback = number
+            continue
+        if _PROGRESS.match(stripped):
+            _progress(stripped, number, add)
+            continue
+        if _OOM.search(stripped):
+            add("oom", number, stripped)
+        elif _KILLED.match(stripped):
+            add("killed", number, stripped)
+        elif _TOO_LONG.search(stripped):
+            add("too_long", number, "inputs longer than the model's maximum; the tokenizer did not cut them: " + stripped)
+        elif _TRUNCATION.search(stripped):
+            add("truncation", number, stripped)
+        elif match := _NON_FINITE.search(stripped):
+            add("non_finite", number, stripped, target=match.group(1).lower().replace(" ", "_"))
+        elif _FIT_DONE.search(stripped):
+            add("finished", number, stripped)
+        elif match := _RESTORE.search(stripped):
+            add("resumed", number, stripped, target=match.group(1).rstrip(".,;'\""))
+    if in_traceback is not None:
+        add("traceback", in_traceback, "a traceback cut off before its exception line")
+    info.records = len(messages)
+    return info, messages
+
+
+def _progress(line: str, number: int, add) -> None:
+    """A dict the Trainer printed: its final summary, or values that are not finite."""
+    try:
+        values = ast.literal_eval(line)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return
+    if not isinstance(values, dict):
+        return
+    if "train_runtime" in values:
+        add("finished", number, "the Trainer printed its final training summary")
+    for key in ("loss", "grad_norm", "eval_loss"):
+        value = values.get(key)
+        try:
+            number_value = float(value) if value is not None else None
+        except (TypeError, ValueError):
+            continue
+        if number_value is not None and not math.isfinite(number_value):
+            add("non_finite", number, f"the Trainer printed {key}={value}", target=key)

@@ -1,0 +1,131 @@
+"""`reportgen inspect`: what reportgen recognises in a campaign folder, without a plan.
+
+The JSON form is the `reportgen.inspect/1` contract (SPEC.md); the terminal form is a few
+readable tables built from that same dictionary.
+"""
+
+from __future__ import annotations
+
+from datetime import timezone
+
+from reportgen.analysis.nonfinite import non_finite
+from reportgen.analysis.verdicts import run_status
+from reportgen.model import Campaign
+from reportgen.render.report import evidence, inputs_json, iso
+
+SCHEMA = "reportgen.inspect/1"
+RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
+
+
+def build_inspect(campaign: Campaign) -> dict:
+    windows = non_finite(campaign)
+    metrics = campaign.metrics_by_run()
+    runs = []
+    for run_id, run in campaign.runs.items():
+        status = run_status(run, campaign)
+        runs.append({
+            "id": run_id,
+            "status": status.status,
+            "status_reason": status.reason,
+            "status_evidence": evidence(status.evidence),
+            "formats": run.formats,
+            "sources": sorted(run.sources),
+            "first_step": run.first_step,
+            "last_step": run.last_step,
+            "started_at": iso(run.started_at, timezone.utc),
+            "ended_at": iso(run.ended_at, timezone.utc),
+            "last_seen_at": iso(run.last_seen_at, timezone.utc) if run.ended_at is None else None,
+            "config_id": run.config_id,
+            "resumes": run.resumes,
+            "metrics": metrics.get(run_id, []),
+            "non_finite": [
+                {"metric": w.metric, "step": w.step, "last_step": w.last_step, "count": w.count,
+                 "note": w.note, "evidence": evidence(w.evidence)}
+                for w in windows.get(run_id, [])
+            ],
+            "messages": [
+                {"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
+                for m in campaign.messages if m.run == run_id and m.kind != "non_finite"
+            ],
+        })
+    checkpoints = [
+        {"run": c.run, "step": c.step, "path": c.path, "format": c.format,
+         "resume_state": {part: c.resume_state.get(part) for part in RESUME_PARTS}, "parts": c.parts}
+        for c in sorted(campaign.checkpoints, key=lambda c: (c.run, c.step is None, c.step or 0, c.path))
+    ]
+    problems = [
+        {"path": info.path, "line": p.line, "message": p.message}
+        for info in sorted(campaign.inputs, key=lambda i: i.path) for p in info.problems
+    ]
+    problems += [{"path": e.path, "line": e.line, "message": message} for e, message in campaign.problems]
+    problems += [
+        {"path": m.evidence.path, "line": m.evidence.line, "message": f"{m.run or 'no run'}: {m.message}"}
+        for m in campaign.messages if m.run is None
+    ]
+    return {
+        "schema": SCHEMA,
+        "root": campaign.root,
+        "inputs": inputs_json(campaign),
+        "runs": runs,
+        "checkpoints": checkpoints,
+        "problems": problems,
+    }
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return out
+
+
+def _text(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def render_text(data: dict) -> str:
+    """The terminal form: formats, runs, non-finite values, checkpoints, problems."""
+    out: list[str] = []
+    counts: dict[str, int] = {}
+    for info in data["inputs"]:
+        counts[info["format"] or "not recognised"] = counts.get(info["format"] or "not recognised", 0) + 1
+    out.append(f"{len(data['inputs'])} files in {data['root']}: "
+               + ", ".join(f"{n} {fmt}" for fmt, n in sorted(counts.items())))
+    out.append("")
+    out.append(f"Runs ({len(data['runs'])})")
+    out += _table(
+        ["run", "status", "steps", "started", "ended", "formats", "metrics"],
+        [[r["id"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _text(r["started_at"]),
+          _text(r["ended_at"] or (r["last_seen_at"] and f"last seen {r['last_seen_at']}")),
+          ",".join(r["formats"]), str(len(r["metrics"]))] for r in data["runs"]],
+    )
+    for run in data["runs"]:
+        out.append(f"  {run['id']}: {run['status']} — {run['status_reason']}"
+                   + (f" (resumes {run['resumes']})" if run["resumes"] else ""))
+    windows = [(r["id"], w) for r in data["runs"] for w in r["non_finite"]]
+    if windows:
+        out.append("")
+        out.append(f"Non-finite values ({len(windows)})")
+        out += _table(
+            ["run", "metric", "steps", "rows", "evidence"],
+            [[run, w["metric"], f"{_text(w['step'])}–{_text(w['last_step'])}", str(w["count"]),
+              ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in w["evidence"])]
+             for run, w in windows],
+        )
+    if data["checkpoints"]:
+        out.append("")
+        out.append(f"Checkpoints ({len(data['checkpoints'])}); resume state: + saved, - missing, ? unknown")
+        out += _table(
+            ["run", "step", *RESUME_PARTS, "path"],
+            [[c["run"], _text(c["step"]),
+              *("+" if c["resume_state"][p] else "?" if c["resume_state"][p] is None else "-" for p in RESUME_PARTS),
+              c["path"]] for c in data["checkpoints"]],
+        )
+    out.append("")
+    if data["problems"]:
+        out.append(f"Problems ({len(data['problems'])})")
+        out += [f"  {p['path']}{':' + str(p['line']) if p['line'] else ''}: {p['message']}" for p in data["problems"]]
+    else:
+        out.append("No problems found.")
+    return "\n".join(out) + "\n"
