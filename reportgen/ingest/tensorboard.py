@@ -165,6 +165,7 @@ class _Scalars:
         self.plugins: dict[str, str | None] = {}
         self.other_values = 0
         self.restarts: list[tuple[int, int]] = []  # (record, step) of SessionLog START events
+        self.tag_names: dict[bytes, str] = {}
 
 
 def _event(buf: bytes, record: int, out: _Scalars) -> None:
@@ -201,39 +202,65 @@ def _event(buf: bytes, record: int, out: _Scalars) -> None:
         raise ValueError("the record's fields run past its end")
     if summary is None:
         return
-    for number, _wire, a, b in _fields(buf, *summary):
-        if number != 1:
+    pos, end = summary
+    tags = out.tag_names
+    while pos < end:
+        if buf[pos] != 0x0A:  # not a Summary.value field
+            pos = _skip(buf, *_next_key(buf, pos))
             continue
-        tag = None
-        value = None
-        tensor = None
-        for n, wire, c, d in _fields(buf, a, b):
-            if n == 1:
-                tag = buf[c:d].decode("utf-8", errors="replace")
-            elif n == 2 and wire == 5:
-                value = _FLOAT.unpack_from(buf, c)[0]
-            elif n == 8:
-                tensor = (c, d)
-            elif n == 9:
-                plugin = _plugin_name(buf, c, d)
-                if tag is not None:
-                    out.plugins.setdefault(tag, plugin)
-                else:
-                    out.plugins.setdefault("", plugin)
-        if tag is None:
-            continue
-        if "" in out.plugins:  # metadata came before the tag in this value
-            out.plugins.setdefault(tag, out.plugins.pop(""))
-        if value is None and tensor is not None and out.plugins.get(tag) in (None, "scalars"):
-            value = _tensor_scalar(buf, *tensor)
-        if value is None:
-            out.other_values += 1
-            continue
-        out.record.append(record)
-        out.wall.append(wall)
-        out.step.append(step)
-        out.tag.append(tag)
-        out.value.append(value)
+        size, start = _varint(buf, pos + 1)
+        pos = start + size
+        # Fast path: a Value that is exactly {1: tag, 2: simple_value}, as torch and Keras write it.
+        if buf[start] == 0x0A and buf[start + 1] < 0x80:
+            tag_end = start + 2 + buf[start + 1]
+            if tag_end + 5 == pos and buf[tag_end] == 0x15:
+                raw = buf[start + 2:tag_end]
+                tag = tags.get(raw)
+                if tag is None:
+                    tag = tags[raw] = raw.decode("utf-8", errors="replace")
+                out.record.append(record)
+                out.wall.append(wall)
+                out.step.append(step)
+                out.tag.append(tag)
+                out.value.append(_FLOAT.unpack_from(buf, tag_end + 1)[0])
+                continue
+        _value(buf, start, pos, record, wall, step, out)
+
+
+def _next_key(buf: bytes, pos: int) -> tuple[int, int]:
+    key, after = _varint(buf, pos)
+    return after, key & 7
+
+
+def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out: _Scalars) -> None:
+    """A Summary.Value in any field order: a simple_value, a one-element tensor, or something else."""
+    tag = None
+    value = None
+    tensor = None
+    plugin = None
+    for n, wire, c, d in _fields(buf, a, b):
+        if n == 1:
+            tag = buf[c:d].decode("utf-8", errors="replace")
+        elif n == 2 and wire == 5:
+            value = _FLOAT.unpack_from(buf, c)[0]
+        elif n == 8:
+            tensor = (c, d)
+        elif n == 9:
+            plugin = _plugin_name(buf, c, d)
+    if tag is None:
+        return
+    if plugin is not None:
+        out.plugins.setdefault(tag, plugin)
+    if value is None and tensor is not None and out.plugins.get(tag) in (None, "scalars"):
+        value = _tensor_scalar(buf, *tensor)
+    if value is None:
+        out.other_values += 1
+        return
+    out.record.append(record)
+    out.wall.append(wall)
+    out.step.append(step)
+    out.tag.append(tag)
+    out.value.append(value)
 
 
 def read(path: Path, rel: str, run: str):
@@ -247,6 +274,9 @@ def read(path: Path, rel: str, run: str):
     crc = google_crc32c.value
     header = _HEADER.unpack_from
     u32 = _U32.unpack_from
+    unpack_double, unpack_float = _DOUBLE.unpack_from, _FLOAT.unpack_from
+    records, walls, steps, tags, values = out.record, out.wall, out.step, out.tag, out.value
+    tag_names = out.tag_names
     while pos < size:
         record += 1
         if size - pos < 12:
@@ -272,13 +302,41 @@ def read(path: Path, rel: str, run: str):
             info.problem(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
             info.skipped += 1
             continue
+        info.records += 1
+        # Fast path for the common record {1: wall_time, 2: step, 5: {1: {1: tag, 2: simple_value}}}
+        # with short lengths, decoded inline; anything else goes through the general decoder.
+        if length > 16 and data[0] == 0x09 and data[9] == 0x10:
+            i = 10
+            byte = data[i]
+            step = byte & 0x7F
+            shift = 7
+            while byte >= 0x80 and shift < 64:
+                i += 1
+                byte = data[i]
+                step |= (byte & 0x7F) << shift
+                shift += 7
+            i += 1
+            if (i + 6 < length and data[i] == 0x2A and data[i + 1] + i + 2 == length and data[i + 2] == 0x0A
+                    and data[i + 3] + i + 4 == length and data[i + 4] == 0x0A and data[i + 5] < 0x80):
+                tag_end = i + 6 + data[i + 5]
+                if tag_end + 5 == length and data[tag_end] == 0x15 and step < 1 << 63:
+                    raw = data[i + 6:tag_end]
+                    tag = tag_names.get(raw)
+                    if tag is None:
+                        tag = tag_names[raw] = raw.decode("utf-8", errors="replace")
+                    records.append(record)
+                    walls.append(unpack_double(data, 1)[0])
+                    steps.append(step)
+                    tags.append(tag)
+                    values.append(unpack_float(data, tag_end + 1)[0])
+                    continue
         try:
             _event(data, record, out)
         except (ValueError, IndexError, struct.error) as exc:
+            info.records -= 1
             info.problem(record, f"record {record}: not a readable Event ({exc}); record skipped")
             info.skipped += 1
             continue
-        info.records += 1
     return info, _frame(out, rel, run), out.restarts
 
 

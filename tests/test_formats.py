@@ -1,0 +1,265 @@
+"""The formats users already log in, read from folders written by the real libraries.
+
+tests/fixtures/formats/ was made by tests/fixtures/make_fixtures.py with transformers + peft,
+lightning, torch's SummaryWriter and mlflow; see that script for what each scenario does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from reportgen.cli import cli
+from reportgen.ingest import ingest, tensorboard, textlog
+from reportgen.ingest.torchfile import Opaque, scan
+from reportgen.render.inspect import build_inspect
+
+FIXTURES = Path(__file__).parent / "fixtures" / "formats"
+
+EXPECTED_STATUS = {
+    "hf-clean": "completed",
+    "hf-nan": "completed",
+    "hf-killed": "interrupted",
+    "hf-resumed": "completed",
+    "pl-clean/version_0": "completed",
+    "pl-nan/version_0": "completed",
+    "pl-killed/version_0": "interrupted",
+    "pl-killed/version_1": "completed",
+    "tb-clean": "unknown",
+    "tb-broken": "interrupted",
+    "ml-clean": "completed",
+    "ml-killed": "interrupted",
+    "mlf-clean": "completed",
+    "mlf-killed": "interrupted",
+    "oom-1": "interrupted",
+}
+
+
+@pytest.fixture(scope="module")
+def inspected() -> dict:
+    return build_inspect(ingest(FIXTURES))
+
+
+def runs_of(data: dict) -> dict[str, dict]:
+    return {r["id"]: r for r in data["runs"]}
+
+
+def windows(run: dict, metric: str) -> list[dict]:
+    return [w for w in run["non_finite"] if w["metric"] == metric]
+
+
+def test_every_run_is_found_with_its_status(inspected):
+    runs = runs_of(inspected)
+    assert {r: runs[r]["status"] for r in runs} == EXPECTED_STATUS
+
+
+def test_no_file_is_missed_and_every_file_is_recognised(inspected):
+    on_disk = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file()}
+    listed = {i["path"]: i["format"] for i in inspected["inputs"]}
+    assert set(listed) == on_disk
+    assert [p for p, fmt in listed.items() if fmt is None] == []
+
+
+def test_one_run_merges_its_trainer_state_tensorboard_and_train_log(inspected):
+    run = runs_of(inspected)["hf-clean"]
+    assert run["formats"] == ["hf-trainer", "tensorboard", "text-log"]
+    assert "hf/hf-clean/trainer_state.json" in run["sources"]
+    assert "hf/hf-clean/train.log" in run["sources"]
+    assert any(s.startswith("hf/hf-clean/runs/") for s in run["sources"])
+    assert (run["first_step"], run["last_step"]) == (5, 30)
+    assert run["started_at"] is not None  # from TensorBoard's wall times; trainer_state has none
+    assert {"loss", "eval_loss", "grad_norm", "train/loss"} <= set(run["metrics"])
+    assert run["non_finite"] == []
+
+
+def test_trainer_nan_filter_zero_loss_is_reported_as_non_finite(inspected):
+    run = runs_of(inspected)["hf-nan"]
+    grad = windows(run, "grad_norm")
+    assert [(w["step"], w["last_step"]) for w in grad] == [(15, 30)]
+    loss = windows(run, "loss")  # logged as 0.0 from step 20 while grad_norm was NaN
+    assert [(w["step"], w["last_step"], w["count"]) for w in loss] == [(20, 30, 3)]
+    assert "NaN filter" in loss[0]["note"]
+    evidence = loss[0]["evidence"][0]
+    lines = (FIXTURES / evidence["path"]).read_text().splitlines()
+    assert '"step": 20' in "\n".join(lines[evidence["line"] - 1:evidence["line"] + 8])
+    assert [w["step"] for w in windows(run, "eval_loss")] == [20]
+
+
+def test_killed_trainer_run_is_read_from_its_last_checkpoint(inspected):
+    run = runs_of(inspected)["hf-killed"]
+    assert run["last_step"] == 20
+    assert "checkpoint-20/trainer_state.json" in run["status_reason"]
+    steps = [c["step"] for c in inspected["checkpoints"] if c["run"] == "hf-killed"]
+    assert steps == [10, 20]
+
+
+def test_trainer_checkpoint_resume_parts(inspected):
+    check = next(c for c in inspected["checkpoints"] if c["path"] == "hf/hf-clean/checkpoint-20")
+    assert check["resume_state"] == {"model": True, "optimizer": True, "scheduler": True, "scaler": False,
+                                     "rng": True, "data_position": True, "progress": True}
+    assert "adapter_model.safetensors" in check["parts"]
+
+
+def test_peft_adapter_config_is_part_of_the_run_config():
+    campaign = ingest(FIXTURES)
+    config = campaign.runs["hf-clean"].config
+    assert config["adapter.base_model_name_or_path"] == "tiny-gpt2-fixture"
+    assert config["adapter.revision"] == "0123abc"
+    assert config["adapter.peft_type"] == "LORA"
+
+
+def test_resumed_trainer_run_shows_its_restart(inspected):
+    run = runs_of(inspected)["hf-resumed"]
+    assert any(m["kind"] == "resumed" for m in run["messages"])
+
+
+def test_lightning_versions_resume_and_checkpoints_are_read_without_unpickling(inspected):
+    runs = runs_of(inspected)
+    assert runs["pl-killed/version_1"]["resumes"] == "pl-killed/version_0"
+    assert runs["pl-killed/version_1"]["first_step"] > 0
+    last = next(c for c in inspected["checkpoints"] if c["path"] == "lightning/pl-killed/version_0/checkpoints/last.ckpt")
+    assert last["step"] == 20
+    state = last["resume_state"]
+    assert state["model"] and state["optimizer"] and state["scheduler"] and state["progress"]
+    assert state["rng"] is False  # Lightning does not save RNG state by default
+    assert state["data_position"] is False  # mid-epoch, with a data loader that keeps no state
+    assert {"state_dict", "optimizer_states", "lr_schedulers", "loops", "global_step"} <= set(last["parts"])
+    assert [w["step"] for w in windows(runs["pl-nan/version_0"], "train_loss")] == [19]
+
+
+def test_tensorboard_damage_is_reported_and_the_rest_is_read(inspected):
+    broken = next(i for i in inspected["inputs"] if i["path"].startswith("tensorboard/tb-broken/"))
+    messages = [p["message"] for p in broken["problems"]]
+    assert any("CRC does not match" in m for m in messages)
+    assert any("cut off" in m for m in messages)
+    assert broken["skipped"] == 2 and broken["records"] > 100
+    run = runs_of(inspected)["tb-broken"]
+    assert [w["step"] for w in windows(run, "train/loss")] == [30]
+    clean = runs_of(inspected)["tb-clean"]
+    assert "train/tokens_per_s" in clean["metrics"]  # a tensor summary (new_style) is read too
+    assert (clean["first_step"], clean["last_step"]) == (1, 50)
+
+
+def test_tensorboard_reader_rejects_a_flipped_byte_in_every_record(tmp_path):
+    source = next((FIXTURES / "tensorboard" / "tb-clean").glob("events.out.tfevents.*"))
+    data = bytearray(source.read_bytes())
+    length = int.from_bytes(data[:8], "little")
+    data[12 + length // 2] ^= 0x01  # inside the first record's data
+    path = tmp_path / "events.out.tfevents.x"
+    path.write_bytes(bytes(data))
+    info, frame, _restarts = tensorboard.read(path, path.name, "r")
+    assert info.skipped == 1 and info.problems[0].line == 1
+    original_info, original, _ = tensorboard.read(source, source.name, "r")
+    assert len(frame) == len(original)  # the first record holds no scalar: nothing else was lost
+
+
+def test_mlflow_sqlite_and_file_store_keep_nan_and_times(inspected):
+    runs = runs_of(inspected)
+    for run_id in ("ml-killed", "mlf-killed"):
+        run = runs[run_id]
+        assert [w["step"] for w in windows(run, "loss")] == [25]
+        assert run["ended_at"] is None and run["started_at"] is not None
+    assert runs["ml-clean"]["ended_at"] is not None
+    assert runs["ml-clean"]["metrics"] == ["eval_loss", "loss"]
+
+
+def test_text_log_oom_and_too_long_inputs_are_told_apart_from_truncation(inspected, tmp_path):
+    run = runs_of(inspected)["oom-1"]
+    kinds = {m["kind"] for m in run["messages"]}
+    assert {"oom", "too_long"} <= kinds and "truncation" not in kinds
+    log = tmp_path / "run.log"
+    log.write_text("Truncation was not explicitly activated but `max_length` is provided\n"
+                   "Token indices sequence length is longer than the specified maximum sequence length "
+                   "for this model (600 > 512). Running this sequence through the model will result in indexing errors\n"
+                   "step 10 loss: nan\n")
+    _info, messages = textlog.read(log, "run.log")
+    assert [m.kind for m in messages] == ["truncation", "too_long", "non_finite"]
+    assert [m.evidence.line for m in messages] == [1, 2, 3]
+
+
+def test_pickle_walk_never_runs_code(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Exploit:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    data = pickle.dumps({"global_step": 7, "evil": Exploit(), "nested": {"a": [1, 2.5, None]}}, protocol=4)
+    result = scan(data)
+    assert not marker.exists()
+    assert result["global_step"] == 7 and result["nested"] == {"a": [1, 2.5, None]}
+    assert isinstance(result["evil"], Opaque) and "touch" in result["evil"].name
+
+
+def test_cut_off_trainer_state_keeps_complete_entries(tmp_path):
+    source = (FIXTURES / "hf" / "hf-clean" / "trainer_state.json").read_text()
+    folder = tmp_path / "logs" / "cut-run"
+    folder.mkdir(parents=True)
+    cut_at = source.index('"step": 20')
+    (folder / "trainer_state.json").write_text(source[:cut_at])
+    data = build_inspect(ingest(tmp_path / "logs"))
+    run = runs_of(data)["cut-run"]
+    assert run["status"] == "interrupted"
+    assert run["last_step"] == 15  # the last complete entry before the cut (step 20 is cut)
+    problems = [p["message"] for p in data["problems"]]
+    assert any("complete log_history entries before it are read" in m for m in problems)
+
+
+def test_inspect_command_json_and_table():
+    runner = CliRunner()
+    result = runner.invoke(cli, ["inspect", str(FIXTURES), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["schema"] == "reportgen.inspect/1"
+    assert {"inputs", "runs", "checkpoints", "problems"} <= set(data)
+    table = runner.invoke(cli, ["inspect", str(FIXTURES)])
+    assert table.exit_code == 0
+    assert "hf-killed" in table.output and "interrupted" in table.output
+    assert "Checkpoints (" in table.output and "Non-finite values (" in table.output
+
+
+def test_inspect_of_a_missing_folder_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(cli, ["inspect", str(tmp_path / "nope")])
+    assert result.exit_code == 1
+    assert "no such folder" in result.output
+
+
+def test_build_with_a_plan_mapping_the_runs_writes_the_site(tmp_path, sample_plan_data):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    plan = sample_plan_data
+    plan["quality"]["metric"] = "eval_loss"
+    plan["quality"]["direction"] = "lower"
+    plan["quality"]["threshold"] = 5.0
+    for variant in plan["variants"]:
+        variant["runs"] = []
+    plan["variants"][0]["runs"] = ["hf-clean", "ml-clean"]
+    plan["variants"][1]["runs"] = ["hf-nan", "pl-*"]
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    result = CliRunner().invoke(cli, ["build", str(logs), str(plan_path), "-o", str(tmp_path / "site"), "-q"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "site" / "report.json").read_text())
+    by_id = {r["id"]: r for r in report["runs"]}
+    assert by_id["hf-clean"]["variant"] == plan["variants"][0]["id"]
+    assert by_id["pl-killed/version_0"]["status"] == "interrupted"
+    control = next(v for v in report["variants"] if v["id"] == plan["variants"][0]["id"])
+    assert control["verdict"] == "passed" and math.isfinite(control["value"])
+    pages = {p.name for p in (tmp_path / "site").rglob("*.html")}
+    assert {"index.html", "runs.html", "inputs.html"} <= pages
+
+
+def test_records_written_by_torch_pass_the_crc_check():
+    # The CRCs in this file were written by torch's SummaryWriter: all of them must check out.
+    source = next((FIXTURES / "tensorboard" / "tb-clean").glob("events.out.tfevents.*"))
+    info, frame, _restarts = tensorboard.read(source, source.name, "r")
+    assert info.problems == [] and info.skipped == 0
+    assert info.records == 1 + 50 * 3 + 5 * 2  # file_version, 3 scalars a step, eval/loss and a histogram every 10
+    assert tensorboard.masked_crc(b"123456789") == ((((0xE3069283 >> 15) | (0xE3069283 << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
