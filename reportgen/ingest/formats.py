@@ -143,7 +143,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
         if kind != "tensorboard" or rel in claimed:
             continue
         run = owner(rel) or _name(_parents(rel)[0]) or "logs"
-        info, frame, restarts = tensorboard.read(found[rel][0], rel, run)
+        info, frame, _restarts = tensorboard.read(found[rel][0], rel, run)
         first = int(frame["step"].min()) if len(frame) else None
         tb_by_run.setdefault(run, []).append((rel, first))
         events: list = [RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))]

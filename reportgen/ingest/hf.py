@@ -67,7 +67,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     history_at = text.find("[", start) if start >= 0 else -1
     entries: list[tuple[int, object]] = []
     if history_at >= 0:
-        entries, damage = json_entries(text, history_at)
+        entries, _damage = json_entries(text, history_at)
         if state is None:
             info.problem(lines.line(len(text)), f"{problem}; the {len(entries)} complete log_history entries before it are read")
             info.skipped += 1
