@@ -247,6 +247,9 @@ def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[s
         path = logs / rel
         if not wanted or not path.is_file() or not path.resolve().is_relative_to(root):
             continue
+        with path.open("rb") as handle:
+            if b"\x00" in handle.read(8192):  # a binary file (TensorBoard, SQLite): its "lines" are records
+                continue
         ranges: list[list[int]] = []
         for n in wanted:
             lo, hi = max(1, n - context), n + context
