@@ -123,6 +123,9 @@ def test_resumed_trainer_run_shows_its_restart(inspected):
 def test_lightning_versions_resume_and_checkpoints_are_read_without_unpickling(inspected):
     runs = runs_of(inspected)
     assert runs["pl-killed/version_1"]["resumes"] == "pl-killed/version_0"
+    # one stdout.log holds both processes: each version is a source of it
+    assert "lightning/pl-killed/stdout.log" in runs["pl-killed/version_0"]["sources"]
+    assert "lightning/pl-killed/stdout.log" in runs["pl-killed/version_1"]["sources"]
     assert runs["pl-killed/version_1"]["first_step"] > 0
     last = next(c for c in inspected["checkpoints"] if c["path"] == "lightning/pl-killed/version_0/checkpoints/last.ckpt")
     assert last["step"] == 20

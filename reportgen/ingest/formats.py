@@ -165,10 +165,11 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
             continue
         info, messages = textlog.read(found[rel][0], rel)
         runs = _text_runs(rel, run_dirs, native_runs)
+        by_session = len(runs) > 1 and bool(messages) and max(m.session for m in messages) == len(runs) - 1
         for message in messages:
             if len(runs) == 1:
                 message.run = runs[0]
-            elif runs and max(m.session for m in messages) == len(runs) - 1:
+            elif by_session:
                 message.run = runs[message.session]
         if not runs:
             stem = PurePosixPath(rel).stem
@@ -179,7 +180,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
                     message.run = named
         elif len(runs) > 1 and any(m.run is None for m in messages):
             info.problem(None, f"beside several runs ({', '.join(runs)}); its messages are not attributed to one run")
-        owners = sorted({m.run for m in messages if m.run} | (set(runs) if len(runs) == 1 else set()))
+        owners = sorted({m.run for m in messages if m.run} | (set(runs) if len(runs) == 1 or by_session else set()))
         facts = [RunFacts(run=run, format=textlog.FORMAT, evidence=Evidence(rel)) for run in owners]
         readings.append(Reading([info], [], [*messages, *facts]))
         done(rel)
