@@ -159,7 +159,6 @@ class RunFacts:
     ended_at: datetime | None = None
     first_step: int | None = None
     last_step: int | None = None
-    max_steps: int | None = None
     config: dict | None = None
     resumes: str | None = None
 

@@ -38,22 +38,15 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
         if not bad.any():
             continue
         rows = frame.loc[logged, ["run", "path", "line", "step"]].assign(bad=bad[logged])
-        for run, group in rows.groupby("run", sort=True):
-            flags = group["bad"].to_numpy()
-            if not flags.any():
-                continue
-            # A window is a run of consecutive logged rows (of this metric, in one file) that are not finite.
-            for path, in_file in group.groupby("path", sort=True):
-                flags = in_file["bad"].to_numpy()
-                starts = np.flatnonzero(flags & ~np.concatenate(([False], flags[:-1])))
-                for start in starts:
-                    stop = start
-                    while stop + 1 < len(flags) and flags[stop + 1]:
-                        stop += 1
-                    first, last = in_file.iloc[start], in_file.iloc[stop]
-                    evidence = Evidence(str(path), _int(first["line"]))
-                    out.setdefault(str(run), []).append(NonFinite(
-                        str(run), name, _int(first["step"]), _int(last["step"]), int(stop - start + 1), [evidence]))
+        # A window is a stretch of consecutive logged rows (of this metric, in one file) that are not finite.
+        for (run, path), group in rows.groupby(["run", "path"], sort=True):
+            flags = np.concatenate(([False], group["bad"].to_numpy(), [False]))
+            edges = np.flatnonzero(flags[1:] != flags[:-1])
+            for start, stop in zip(edges[::2], edges[1::2] - 1):
+                first, last = group.iloc[start], group.iloc[stop]
+                out.setdefault(str(run), []).append(NonFinite(
+                    str(run), name, _int(first["step"]), _int(last["step"]), int(stop - start + 1),
+                    [Evidence(str(path), _int(first["line"]))]))
     for message in campaign.messages:
         if message.kind == "non_finite" and message.run is not None:
             covering = [w for w in out.get(message.run, []) if message.evidence.path in {e.path for e in w.evidence}

@@ -8,10 +8,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import yaml
 
 from reportgen.model import InputFile
 
@@ -111,6 +113,34 @@ def decode_text(raw: bytes) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
+    """A JSON or YAML file (by its suffix) that holds one mapping; {} when empty, None when unreadable.
+
+    What is wrong becomes a problem on `info`, with its line; `holds` says what the file should
+    hold ("an adapter_config.json holds one JSON object").
+    """
+    text = decode_text(path.read_bytes())
+    if text is None:
+        info.problem(None, f"not UTF-8 text; {holds}")
+        return None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
+        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', None) or exc})")
+        return None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        info.problem(1, f"{holds}; this is not one")
+        return None
+    info.records = 1
+    return data
 
 
 def is_number(value: object) -> bool:

@@ -26,7 +26,7 @@ def _kind(rel: str, head: bytes) -> str | None:
     if native.sniff(head):
         return "native"
     if name.startswith("events.out.tfevents") or tensorboard.sniff(head):
-        return "tensorboard" if tensorboard.sniff(head) or name.startswith("events.out.tfevents") else None
+        return "tensorboard"
     if mlflow.sniff_sqlite(head):
         return "sqlite"
     if head.startswith(b"PK\x03\x04") and name.endswith(".ckpt"):
@@ -98,9 +98,9 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
         if kind == "native":
             log = native.read(found[rel][0], rel)
             readings.append(Reading([log.input], [log.metrics], log.events))
-            native_runs.setdefault(_parents(rel)[0], set()).update(
-                getattr(e, "run", None) for e in log.events if getattr(e, "run", None))
-            native_runs[_parents(rel)[0]].update(str(r) for r in log.metrics["run"].unique()) if len(log.metrics) else None
+            runs = native_runs.setdefault(_parents(rel)[0], set())
+            runs.update(e.run for e in log.events if getattr(e, "run", None))
+            runs.update(str(r) for r in log.metrics["run"].unique())
             done(rel)
 
     for folder, run in sorted(hf_dirs.items()):
@@ -143,7 +143,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
         if kind != "tensorboard" or rel in claimed:
             continue
         run = owner(rel) or _name(_parents(rel)[0]) or "logs"
-        info, frame, _restarts = tensorboard.read(found[rel][0], rel, run)
+        info, frame = tensorboard.read(found[rel][0], rel, run)
         first = int(frame["step"].min()) if len(frame) else None
         tb_by_run.setdefault(run, []).append((rel, first))
         events: list = [RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))]
@@ -255,7 +255,7 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
             if rel == main_state:
                 reading.frames.append(rows.frame())
                 reading.events += events
-                facts = hf.state_facts(run, rel, parsed, found_checkpoints)
+                facts = hf.state_facts(run, rel, parsed)
                 if final is None:
                     facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
                 reading.events.append(facts)
@@ -296,16 +296,16 @@ def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> Re
             reading.inputs.append(info)
             done(rel)
         elif kind == "ckpt":
-            info, check, data = lightning.read_checkpoint(found[rel][0], rel, run)
+            info, check, check_hparams = lightning.read_checkpoint(found[rel][0], rel, run)
             reading.inputs.append(info)
             if check is not None:
                 reading.events.append(check)
                 if check.step is not None:
-                    checkpoint_steps.append((check.step, rel, data.get("hyper_parameters") or {}))
+                    checkpoint_steps.append((check.step, rel, check_hparams))
             done(rel)
     limit = lightning.max_steps(hparams) or next((lightning.max_steps(h) for _s, _r, h in checkpoint_steps if lightning.max_steps(h)), None)
     facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(prefix + "metrics.csv" if prefix + "metrics.csv" in found else folder),
-                     max_steps=limit, config={"hparams": hparams} if hparams else None)
+                     config={"hparams": hparams} if hparams else None)
     reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []), default=None)
     if limit is not None and reached is not None and reached >= limit:
         facts.status = "completed"

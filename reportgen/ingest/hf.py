@@ -17,13 +17,12 @@ import math
 import re
 from pathlib import Path
 
-from reportgen.ingest.common import LineIndex, MetricRows, decode_text, is_number, json_entries
+from reportgen.ingest.common import LineIndex, MetricRows, decode_text, is_number, json_entries, read_mapping
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile, LogMessage, RunFacts
 
 FORMAT = "hf-trainer"
 STATE = "trainer_state.json"
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
-SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos"}
 NOT_METRICS = {"step", "epoch"}
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "model.safetensors", "pytorch_model.bin",
            "model.safetensors.index.json", "pytorch_model.bin.index.json")
@@ -37,8 +36,7 @@ RNG = re.compile(r"^rng_state(_\d+)?\.pth$")
 
 
 def sniff_state(head: bytes) -> bool:
-    text = head[:4096]
-    return text.lstrip().startswith(b"{") and b'"log_history"' in head and b'"global_step"' in head
+    return head.lstrip().startswith(b"{") and b'"log_history"' in head and b'"global_step"' in head
 
 
 def sniff_adapter(head: bytes) -> bool:
@@ -74,7 +72,6 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     elif state is None:
         info.problem(None, problem)
         return info, rows, events, {}
-    top = state or {}
     summary = None
     for offset, entry in entries:
         line = lines.line(offset)
@@ -87,12 +84,13 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
             info.problem(line, "log_history entry has no integer 'step'; skipped")
             info.skipped += 1
             continue
-        if SUMMARY_KEYS & entry.keys() and "train_runtime" in entry:
-            summary = (entry, line)
+        is_summary = "train_runtime" in entry  # written once, when training ends
+        if is_summary:
+            summary = line
         values = {k: float(v) for k, v in entry.items() if k not in NOT_METRICS and is_number(v)}
         if "epoch" in entry and is_number(entry["epoch"]):
             values["epoch"] = float(entry["epoch"])
-        kind = "eval" if any(k.startswith("eval_") for k in values) else ("summary" if summary and summary[0] is entry else "train")
+        kind = "eval" if any(k.startswith("eval_") for k in values) else ("summary" if is_summary else "train")
         if kind == "train" and values.get("loss") == 0.0 and _non_finite(values.get("grad_norm")):
             values["loss"] = math.nan
             events.append(LogMessage(run, "non_finite", "loss logged as 0.0 while grad_norm is non-finite: "
@@ -103,24 +101,23 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         if kind == "eval":
             metrics = {k: v for k, v in values.items() if k.startswith("eval_")}
             events.append(Evaluation(run, step, None, Evidence(rel, line), metrics))
-    return info, rows, events, {"state": top, "summary": summary, "history": bool(entries)}
+    return info, rows, events, {"state": state or {}, "summary_line": summary}
 
 
 def _non_finite(value: float | None) -> bool:
     return value is not None and not math.isfinite(value)
 
 
-def state_facts(run: str, rel: str, parsed: dict, checkpoints: list[Checkpoint]) -> RunFacts:
+def state_facts(run: str, rel: str, parsed: dict) -> RunFacts:
     """Status of a run from its final trainer_state.json (or, failing that, its last checkpoint's)."""
     state = parsed.get("state") or {}
-    summary = parsed.get("summary")
+    summary_line = parsed.get("summary_line")
     global_step = state.get("global_step") if isinstance(state.get("global_step"), int) else None
     max_steps = state.get("max_steps") if isinstance(state.get("max_steps"), int) else None
     control = (((state.get("stateful_callbacks") or {}).get("TrainerControl") or {}).get("args") or {}) \
         if isinstance(state.get("stateful_callbacks"), dict) else {}
-    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary[1] if summary else None),
-                     last_step=global_step, max_steps=max_steps)
-    if summary is not None:
+    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step)
+    if summary_line is not None:
         facts.status, facts.reason = "completed", "trainer_state.json has the final training summary (train_runtime)"
     elif max_steps and global_step is not None and global_step >= max_steps and control.get("should_training_stop"):
         facts.status, facts.reason = "completed", f"global_step {global_step} reached max_steps {max_steps}"
@@ -154,15 +151,6 @@ def checkpoint(folder: Path, rel_folder: str, run: str, names: set[str]) -> Chec
 def read_adapter(path: Path, rel: str) -> tuple[InputFile, dict]:
     """A PEFT adapter_config.json: the base model and revision the adapter was trained on."""
     info = InputFile(path=rel, format=FORMAT)
-    text = decode_text(path.read_bytes())
-    try:
-        data = json.loads(text) if text is not None else None
-    except json.JSONDecodeError as exc:
-        info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
-        return info, {}
-    if not isinstance(data, dict):
-        info.problem(None, "an adapter_config.json holds one JSON object; this is not one")
-        return info, {}
-    info.records = 1
+    data = read_mapping(path, info, "an adapter_config.json holds one JSON object") or {}
     keep = ("peft_type", "base_model_name_or_path", "revision", "r", "lora_alpha", "target_modules", "task_type")
-    return info, {f"adapter.{k}": data[k] for k in keep if k in data and data[k] is not None}
+    return info, {f"adapter.{k}": data[k] for k in keep if data.get(k) is not None}

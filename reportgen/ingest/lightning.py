@@ -14,9 +14,7 @@ import csv
 import io
 from pathlib import Path
 
-import yaml
-
-from reportgen.ingest.common import MetricRows, decode_text
+from reportgen.ingest.common import MetricRows, decode_text, read_mapping
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
 
@@ -91,24 +89,11 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
 
 def read_hparams(path: Path, rel: str) -> tuple[InputFile, dict]:
     info = InputFile(path=rel, format=FORMAT)
-    text = decode_text(path.read_bytes())
-    try:
-        data = yaml.safe_load(text) if text is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', exc)})")
-        return info, {}
-    if data is None:
-        return info, {}
-    if not isinstance(data, dict):
-        info.problem(1, "hparams.yaml holds a mapping of hyperparameters; this is not one")
-        return info, {}
-    info.records = 1
-    return info, data
+    return info, read_mapping(path, info, "hparams.yaml holds a mapping of hyperparameters") or {}
 
 
 def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoint | None, dict]:
-    """A .ckpt's resume state from its top-level keys; the pickle is walked, never run."""
+    """A .ckpt's resume state from its top-level keys, and its plain hyperparameters; the pickle is walked, never run."""
     info = InputFile(path=rel, format=FORMAT)
     try:
         data = read_torch_file(path)
@@ -141,7 +126,7 @@ def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoi
     check = Checkpoint(run=run, path=rel, format=FORMAT, evidence=Evidence(rel), step=step,
                        resume_state=state, parts=parts)
     plain = {k: v for k, v in hparams.items() if isinstance(v, (int, float, str, bool)) or v is None}
-    return info, check, {"global_step": step, "hyper_parameters": plain}
+    return info, check, plain
 
 
 def max_steps(hparams: dict) -> int | None:

@@ -19,9 +19,7 @@ import math
 import sqlite3
 from pathlib import Path
 
-import yaml
-
-from reportgen.ingest.common import MetricRows, Reading, decode_text, from_epoch
+from reportgen.ingest.common import MetricRows, Reading, decode_text, from_epoch, read_mapping
 from reportgen.ingest.lightning import is_eval
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
@@ -115,15 +113,7 @@ def read_file_run(folder: Path, logs: Path, taken: set[str]) -> Reading:
     reading = Reading()
     meta_info = InputFile(path=f"{rel_folder}/meta.yaml", format=FILES_FORMAT)
     reading.inputs.append(meta_info)
-    meta_text = decode_text((folder / "meta.yaml").read_bytes()) or ""
-    try:
-        meta = yaml.safe_load(meta_text) or {}
-    except yaml.YAMLError as exc:
-        meta_info.problem(None, f"unreadable YAML ({exc})")
-        meta = {}
-    if not isinstance(meta, dict):
-        meta = {}
-    meta_info.records = 1 if meta else 0
+    meta = read_mapping(folder / "meta.yaml", meta_info, "an MLflow meta.yaml holds one mapping") or {}
 
     def values_of(sub: str) -> dict[str, str]:
         out = {}

@@ -5,7 +5,7 @@ those 8 bytes, the record, and the masked CRC-32C of the record. Every CRC is ch
 hardware CRC-32C of google-crc32c). Each record is an `Event` protocol buffer, decoded here by
 hand for the few fields reportgen needs:
 
-    Event:        1 wall_time (double), 2 step (int64), 3 file_version, 5 summary, 7 session_log
+    Event:        1 wall_time (double), 2 step (int64), 3 file_version, 5 summary
     Summary:      1 value (repeated)
     Value:        1 tag, 2 simple_value (float), 8 tensor, 9 metadata
     TensorProto:  1 dtype, 2 shape, 4 tensor_content, 5 float_val, 6 double_val, 7 int_val, 10 int64_val
@@ -22,6 +22,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 import google_crc32c
@@ -38,7 +39,6 @@ _MASK_DELTA = 0xA282EAD8
 # TensorProto dtypes with one number per element: struct code and size.
 _DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("i", 4), 9: ("q", 8), 19: ("e", 2)}
 _EVAL_PREFIXES = ("eval", "val", "validation", "test")
-_SESSION_START = 1
 
 
 def masked_crc(data: bytes) -> int:
@@ -147,10 +147,7 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
     if packed_field == 13:  # half values are stored as int32 bit patterns
         bits = _varint(buf, a)[0]
         return float(np.array([bits], dtype=np.uint16).view(np.float16)[0])
-    value = _varint(buf, a)[0]
-    if value >= 1 << 63:
-        value -= 1 << 64
-    return float(value)
+    return float(_signed(_varint(buf, a)[0]))
 
 
 class _Scalars:
@@ -162,74 +159,31 @@ class _Scalars:
         self.step: list[int] = []
         self.tag: list[str] = []
         self.value: list[float] = []
-        self.plugins: dict[str, str | None] = {}
-        self.other_values = 0
-        self.restarts: list[tuple[int, int]] = []  # (record, step) of SessionLog START events
+        self.plugins: dict[str, str | None] = {}  # each tag's plugin, from the first metadata seen
         self.tag_names: dict[bytes, str] = {}
 
 
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 def _event(buf: bytes, record: int, out: _Scalars) -> None:
-    """Decode one Event record into `out`."""
+    """Decode one Event record in any field order; read() decodes the common layout inline."""
     wall = 0.0
     step = 0
     summary = None
-    end = len(buf)
-    pos = 0
-    # The common case (wall_time, step, summary in order) is decoded inline for speed.
-    while pos < end:
-        key = buf[pos]
-        if key == 0x09:
-            wall = _DOUBLE.unpack_from(buf, pos + 1)[0]
-            pos += 9
-        elif key == 0x10:
-            step, pos = _varint(buf, pos + 1)
-            if step >= 1 << 63:
-                step -= 1 << 64
-        elif key == 0x2A:
-            size, pos = _varint(buf, pos + 1)
-            summary = (pos, pos + size)
-            pos += size
-        elif key == 0x3A:  # session_log
-            size, pos = _varint(buf, pos + 1)
-            for number, wire, a, _b in _fields(buf, pos, pos + size):
-                if number == 1 and wire == 0 and _varint(buf, a)[0] == _SESSION_START:
-                    out.restarts.append((record, step))
-            pos += size
-        else:
-            number_key, after = _varint(buf, pos)
-            pos = _skip(buf, after, number_key & 7)
-    if pos != end:
-        raise ValueError("the record's fields run past its end")
+    for number, wire, a, b in _fields(buf, 0, len(buf)):
+        if number == 1 and wire == 1:
+            wall = _DOUBLE.unpack_from(buf, a)[0]
+        elif number == 2 and wire == 0:
+            step = _signed(_varint(buf, a)[0])
+        elif number == 5 and wire == 2:
+            summary = (a, b)
     if summary is None:
         return
-    pos, end = summary
-    tags = out.tag_names
-    while pos < end:
-        if buf[pos] != 0x0A:  # not a Summary.value field
-            pos = _skip(buf, *_next_key(buf, pos))
-            continue
-        size, start = _varint(buf, pos + 1)
-        pos = start + size
-        # Fast path: a Value that is exactly {1: tag, 2: simple_value}, as torch and Keras write it.
-        if buf[start] == 0x0A and buf[start + 1] < 0x80:
-            tag_end = start + 2 + buf[start + 1]
-            if tag_end + 5 == pos and buf[tag_end] == 0x15:
-                raw = buf[start + 2:tag_end]
-                tag = tags.get(raw)
-                if tag is None:
-                    tag = tags[raw] = raw.decode("utf-8", errors="replace")
-                out.record.append(record)
-                out.wall.append(wall)
-                out.step.append(step)
-                out.tag.append(tag)
-                out.value.append(_FLOAT.unpack_from(buf, tag_end + 1)[0])
-                continue
-        _value(buf, start, pos, record, wall, step, out)
-
-
-def _next_key(buf: bytes, pos: int) -> tuple[int, int]:
-    key, after = _varint(buf, pos)
-    return after, key & 7
+    for number, wire, a, b in _fields(buf, *summary):
+        if number == 1 and wire == 2:
+            _value(buf, a, b, record, wall, step, out)
 
 
 def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out: _Scalars) -> None:
@@ -253,8 +207,7 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
         out.plugins.setdefault(tag, plugin)
     if value is None and tensor is not None and out.plugins.get(tag) in (None, "scalars"):
         value = _tensor_scalar(buf, *tensor)
-    if value is None:
-        out.other_values += 1
+    if value is None:  # a histogram, image, text or hparams summary
         return
     out.record.append(record)
     out.wall.append(wall)
@@ -263,7 +216,7 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
     out.value.append(value)
 
 
-def read(path: Path, rel: str, run: str):
+def read(path: Path, rel: str, run: str) -> tuple[InputFile, pd.DataFrame]:
     """Read one event file: its InputFile and a frame with one row per scalar value."""
     info = InputFile(path=rel, format=FORMAT)
     out = _Scalars()
@@ -337,10 +290,10 @@ def read(path: Path, rel: str, run: str):
             info.problem(record, f"record {record}: not a readable Event ({exc}); record skipped")
             info.skipped += 1
             continue
-    return info, _frame(out, rel, run), out.restarts
+    return info, _frame(out, rel, run)
 
 
-def _frame(out: _Scalars, rel: str, run: str):
+def _frame(out: _Scalars, rel: str, run: str) -> pd.DataFrame:
     """One row per (record, tag): the tag's column holds the value, the others are null."""
     rows = len(out.record)
     values = np.asarray(out.value, dtype=np.float64)

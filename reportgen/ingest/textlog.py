@@ -43,10 +43,11 @@ _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 
 
 def sniff(head: bytes, name: str) -> bool:
-    text = decode_text(head[: 1 << 16]) if head else None
-    if text is None and head:
-        # A cut in the middle of a UTF-8 character at the end of the sniffed bytes is fine.
-        text = decode_text(head[: (1 << 16) - 4]) if len(head) >= 1 << 16 else None
+    if not head:
+        return False
+    # The sniffed bytes may end inside a UTF-8 character: judge the complete lines only.
+    complete = head[: head.rfind(b"\n") + 1] or head
+    text = decode_text(complete)
     if text is None:
         return False
     if name.lower().endswith(TEXT_SUFFIXES):

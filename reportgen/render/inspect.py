@@ -55,7 +55,7 @@ def build_inspect(campaign: Campaign) -> dict:
     ]
     problems = [
         {"path": info.path, "line": p.line, "message": p.message}
-        for info in sorted(campaign.inputs, key=lambda i: i.path) for p in info.problems
+        for info in campaign.inputs for p in info.problems
     ]
     problems += [{"path": e.path, "line": e.line, "message": message} for e, message in campaign.problems]
     problems += [

@@ -51,7 +51,7 @@ def inputs_json(campaign: Campaign) -> list[dict]:
             "problems": [{"line": p.line, "message": p.message} for p in info.problems],
             "problems_not_shown": info.problems_not_shown,
         }
-        for info in sorted(campaign.inputs, key=lambda i: i.path)
+        for info in campaign.inputs  # ingest keeps them in path order
     ]
 
 
