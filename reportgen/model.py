@@ -161,6 +161,7 @@ class RunFacts:
     last_step: int | None = None
     config: dict | None = None
     resumes: str | None = None
+    best: dict | None = None  # the Trainer's best model: metric, step, checkpoint (under LOGS), checkpoint_as_written
 
 
 @dataclass

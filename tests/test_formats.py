@@ -10,6 +10,7 @@ import json
 import math
 import pickle
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ EXPECTED_STATUS = {
     "hf-clean": "completed",
     "hf-nan": "completed",
     "hf-killed": "interrupted",
+    "hf-best": "completed",
     "hf-resumed": "completed",
     "pl-clean/version_0": "completed",
     "pl-nan/version_0": "completed",
@@ -157,9 +159,9 @@ def test_tensorboard_reader_rejects_a_flipped_byte_in_every_record(tmp_path):
     data[12 + length // 2] ^= 0x01  # inside the first record's data
     path = tmp_path / "events.out.tfevents.x"
     path.write_bytes(bytes(data))
-    info, frame, _restarts = tensorboard.read(path, path.name, "r")
+    info, frame = tensorboard.read(path, path.name, "r")
     assert info.skipped == 1 and info.problems[0].line == 1
-    original_info, original, _ = tensorboard.read(source, source.name, "r")
+    _original_info, original = tensorboard.read(source, source.name, "r")
     assert len(frame) == len(original)  # the first record holds no scalar: nothing else was lost
 
 
@@ -262,7 +264,78 @@ def test_build_with_a_plan_mapping_the_runs_writes_the_site(tmp_path, sample_pla
 def test_records_written_by_torch_pass_the_crc_check():
     # The CRCs in this file were written by torch's SummaryWriter: all of them must check out.
     source = next((FIXTURES / "tensorboard" / "tb-clean").glob("events.out.tfevents.*"))
-    info, frame, _restarts = tensorboard.read(source, source.name, "r")
+    info, frame = tensorboard.read(source, source.name, "r")
     assert info.problems == [] and info.skipped == 0
     assert info.records == 1 + 50 * 3 + 5 * 2  # file_version, 3 scalars a step, eval/loss and a histogram every 10
     assert tensorboard.masked_crc(b"123456789") == ((((0xE3069283 >> 15) | (0xE3069283 << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+
+def test_trainer_best_model_points_into_the_logs(inspected):
+    best = runs_of(inspected)["hf-best"]["best"]
+    assert best["step"] == 10 and best["checkpoint"] == "hf/hf-best/checkpoint-10"
+    assert best["checkpoint_as_written"].endswith("checkpoint-10")  # a path on the training machine
+    state = json.loads((FIXTURES / "hf" / "hf-best" / "trainer_state.json").read_text())
+    assert best["metric"] == state["best_metric"]
+    assert runs_of(inspected)["hf-clean"]["best"] is None  # no metric_for_best_model: nothing invented
+
+
+def test_older_trainer_state_layout_with_infinity_is_read(tmp_path):
+    """Older Trainer releases wrote no stateful_callbacks, best_global_step or logging_steps keys."""
+    state = json.loads((FIXTURES / "hf" / "hf-clean" / "trainer_state.json").read_text())
+    for key in ("stateful_callbacks", "best_global_step", "logging_steps", "eval_steps", "save_steps",
+                "train_batch_size", "num_input_tokens_seen"):
+        state.pop(key, None)
+    state["log_history"][2]["grad_norm"] = math.inf
+    folder = tmp_path / "logs" / "old-run"
+    folder.mkdir(parents=True)
+    text = json.dumps(state, indent=2)
+    assert "Infinity" in text  # a bare literal, as Python's json writes it
+    (folder / "trainer_state.json").write_text(text)
+    run = runs_of(build_inspect(ingest(tmp_path / "logs")))["old-run"]
+    assert run["status"] == "completed" and (run["first_step"], run["last_step"]) == (5, 30)
+    assert [(w["metric"], w["step"]) for w in run["non_finite"]] == [("grad_norm", state["log_history"][2]["step"])]
+
+
+def test_an_mlflow_run_named_like_a_trainer_folder_is_the_same_run(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    with sqlite3.connect(logs / "mlflow" / "mlflow.db") as db:  # the copy, not the fixture
+        db.execute("update runs set name = 'hf-clean' where name = 'ml-clean'")
+        db.execute("update tags set value = 'hf-clean' where key = 'mlflow.runName' and value = 'ml-clean'")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert "ml-clean" not in runs
+    merged = runs["hf-clean"]
+    assert merged["formats"] == ["hf-trainer", "mlflow-sqlite", "tensorboard", "text-log"]
+    assert "mlflow/mlflow.db" in merged["sources"] and "hf/hf-clean/trainer_state.json" in merged["sources"]
+    assert merged["status"] == "completed" and merged["ended_at"] is not None  # the end time is MLflow's
+    assert merged["last_step"] == 40  # MLflow logged steps up to 40, the Trainer up to 30: each kept
+
+
+def test_a_traceback_in_a_run_folder_interrupts_that_run(tmp_path):
+    folder = tmp_path / "logs" / "run-a"
+    folder.mkdir(parents=True)
+    (folder / "train.log").write_text(
+        "step 1 loss 2.3\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+        "    batch = next(it)\nKeyError: 'input_ids'\n")
+    data = build_inspect(ingest(tmp_path / "logs"))
+    run = runs_of(data)["run-a"]
+    assert run["status"] == "interrupted" and run["status_reason"] == "KeyError: 'input_ids'"
+    assert run["status_evidence"] == [{"path": "run-a/train.log", "line": 5}]
+
+
+def test_mlflow_params_become_the_run_config():
+    campaign = ingest(FIXTURES)
+    assert campaign.runs["ml-clean"].config == {"params": {"lr": "0.001", "lora_r": "16", "max_steps": "40"}}
+    assert campaign.runs["mlf-clean"].config == campaign.runs["ml-clean"].config
+
+
+def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "mlflow", logs)
+    with sqlite3.connect(logs / "mlflow.db") as db:
+        uuid = db.execute("select run_uuid from runs where name = 'ml-killed'").fetchone()[0]
+        db.execute("update runs set name = 'ml-clean' where name = 'ml-killed'")
+        db.execute("update tags set value = 'ml-clean' where key = 'mlflow.runName' and value = 'ml-killed'")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
+    assert {r["status"] for r in runs.values()} == {"completed", "interrupted"}

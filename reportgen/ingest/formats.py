@@ -120,7 +120,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
                 before.status, before.reason = "interrupted", f"resumed by {run}, which starts at step {first}"
         previous[parent] = (run, facts)
 
-    taken = set(run_dirs.values())
+    taken: set[str] = set()  # MLflow run names, so two MLflow runs of one name stay apart
     for rel, kind in sorted(kinds.items()):
         if kind == "sqlite" and rel not in claimed:
             reading = mlflow.read_sqlite(found[rel][0], rel, taken)
@@ -255,7 +255,7 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
             if rel == main_state:
                 reading.frames.append(rows.frame())
                 reading.events += events
-                facts = hf.state_facts(run, rel, parsed)
+                facts = hf.state_facts(run, rel, parsed, {PurePosixPath(c.path).name: c.path for c in found_checkpoints})
                 if final is None:
                     facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
                 reading.events.append(facts)

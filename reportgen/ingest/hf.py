@@ -108,23 +108,51 @@ def _non_finite(value: float | None) -> bool:
     return value is not None and not math.isfinite(value)
 
 
-def state_facts(run: str, rel: str, parsed: dict) -> RunFacts:
-    """Status of a run from its final trainer_state.json (or, failing that, its last checkpoint's)."""
+def _dig(data: object, *keys: str) -> object:
+    """data[k1][k2]... or None when any level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, str]) -> RunFacts:
+    """Status and best model of a run from its final trainer_state.json (or its last checkpoint's).
+
+    `checkpoint_paths` maps checkpoint folder names (checkpoint-N) to their paths under LOGS, so
+    `best_model_checkpoint`, written as a path on the training machine, points into the logs.
+    """
     state = parsed.get("state") or {}
     summary_line = parsed.get("summary_line")
-    global_step = state.get("global_step") if isinstance(state.get("global_step"), int) else None
-    max_steps = state.get("max_steps") if isinstance(state.get("max_steps"), int) else None
-    control = (((state.get("stateful_callbacks") or {}).get("TrainerControl") or {}).get("args") or {}) \
-        if isinstance(state.get("stateful_callbacks"), dict) else {}
+    global_step = _int(state.get("global_step"))
+    max_steps = _int(state.get("max_steps"))
+    should_stop = _dig(state, "stateful_callbacks", "TrainerControl", "args", "should_training_stop")
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step)
     if summary_line is not None:
         facts.status, facts.reason = "completed", "trainer_state.json has the final training summary (train_runtime)"
-    elif max_steps and global_step is not None and global_step >= max_steps and control.get("should_training_stop"):
+    elif max_steps and global_step is not None and global_step >= max_steps and should_stop is True:
         facts.status, facts.reason = "completed", f"global_step {global_step} reached max_steps {max_steps}"
     else:
         facts.status = "interrupted"
         facts.reason = (f"no final training summary; the last state on disk is at step {global_step}"
                         + (f" of {max_steps}" if max_steps else ""))
+    best_metric = state.get("best_metric")
+    best_path = state.get("best_model_checkpoint")
+    if is_number(best_metric) or isinstance(best_path, str):
+        # The last part of the path, written on Linux or Windows.
+        name = re.split(r"[\\/]", best_path.rstrip("/\\"))[-1] if isinstance(best_path, str) else None
+        match = CHECKPOINT_DIR.match(name or "")
+        facts.best = {
+            "metric": float(best_metric) if is_number(best_metric) else None,
+            "step": _int(state.get("best_global_step")) or (int(match.group(1)) if match else None),
+            "checkpoint": checkpoint_paths.get(name or ""),
+            "checkpoint_as_written": best_path if isinstance(best_path, str) else None,
+        }
     return facts
 
 

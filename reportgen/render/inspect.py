@@ -37,6 +37,7 @@ def build_inspect(campaign: Campaign) -> dict:
             "last_seen_at": iso(run.last_seen_at, timezone.utc) if run.ended_at is None else None,
             "config_id": run.config_id,
             "resumes": run.resumes,
+            "best": next((f.best for f in run.facts if f.best), None),
             "metrics": metrics.get(run_id, []),
             "non_finite": [
                 {"metric": w.metric, "step": w.step, "last_step": w.last_step, "count": w.count,
