@@ -339,3 +339,16 @@ def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
     runs = runs_of(build_inspect(ingest(logs)))
     assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
     assert {r["status"] for r in runs.values()} == {"completed", "interrupted"}
+
+
+def test_a_log_naming_the_checkpoint_it_restored_links_the_runs(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "hf" / "hf-killed", logs / "run-1")
+    (logs / "run-2").mkdir()
+    (logs / "run-2" / "train.log").write_text(
+        "Restoring states from the checkpoint path at /mnt/jobs/run-1/checkpoint-20\n"
+        "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert runs["run-2"]["resumes"] == "run-1"
+    assert runs["run-2"]["status"] == "completed"
+    assert runs["run-1"]["resumes"] is None

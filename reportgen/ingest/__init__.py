@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
@@ -164,6 +164,7 @@ def _build_runs(campaign: Campaign) -> None:
 
     for facts in sorted(campaign.run_facts, key=lambda f: (f.run, f.format, f.evidence)):
         _merge_facts(campaign, _run(campaign, facts.run), facts)
+    _link_resumes(campaign)
 
     others = [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.stops,
               *(t for t in campaign.reload_tests if t.run is not None)]
@@ -206,6 +207,34 @@ def _build_runs(campaign: Campaign) -> None:
                  f"run '{run.id}' ends ({end.isoformat()}) before it starts ({run.started_at.isoformat()}); its time is not counted")
             )
     campaign.runs = dict(sorted(campaign.runs.items()))
+
+
+def _checkpoint_named(target: str, checkpoints: list[Checkpoint]) -> Checkpoint | None:
+    """The checkpoint under LOGS a path from the training machine names: the longest common ending.
+
+    At least the checkpoint's own name and its folder must match (`run-1/checkpoint-20`).
+    """
+    parts = PurePosixPath(target.replace("\\", "/")).parts
+    best, best_len = None, 1
+    for check in checkpoints:
+        own = PurePosixPath(check.path).parts
+        common = 0
+        while common < min(len(own), len(parts)) and own[-1 - common] == parts[-1 - common]:
+            common += 1
+        if common > best_len:
+            best, best_len = check, common
+    return best
+
+
+def _link_resumes(campaign: Campaign) -> None:
+    """A text log that names the checkpoint it restored from links its run to that checkpoint's run."""
+    for message in sorted(campaign.messages, key=lambda m: m.evidence):
+        if message.kind != "resumed" or message.run is None or not message.target:
+            continue
+        check = _checkpoint_named(message.target, campaign.checkpoints)
+        if check is not None and check.run != message.run:
+            run = _run(campaign, message.run)
+            run.resumes = run.resumes or check.run
 
 
 def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
