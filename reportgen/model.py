@@ -44,6 +44,7 @@ class InputFile:
     skipped: int = 0
     problems: list[Problem] = field(default_factory=list)
     problems_not_shown: int = 0
+    cut_off: bool = False  # the file ends mid-record: its writer was stopped
 
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""

@@ -56,147 +56,171 @@ def _name(folder: str) -> str:
     return PurePosixPath(folder).name
 
 
+def _parent(folder: str) -> str:
+    parent = PurePosixPath(folder).parent.as_posix()
+    return "" if parent == "." else parent
+
+
 def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str], None] | None) -> list[Reading]:
-    kinds = {rel: _kind(rel, head) for rel, (_path, head) in found.items()}
-    readings: list[Reading] = []
-    claimed: set[str] = set()
+    """Read every file found under LOGS (path -> (file, first bytes)); each file is read once."""
+    scan = _Scan(logs, found, progress)
+    scan.native()
+    scan.trainer_folders()
+    scan.lightning_folders()
+    scan.mlflow()
+    scan.tensorboard()
+    scan.text_logs()
+    scan.the_rest()
+    return scan.readings
 
-    def done(rel: str) -> None:
-        claimed.add(rel)
-        if progress:
-            progress(rel)
 
-    # Run folders, by the files that make them.
-    hf_dirs: dict[str, str] = {}  # folder -> run id
-    for rel, kind in kinds.items():
-        if kind == "hf-state":
-            folder = _parents(rel)[0]
-            run_dir = _parents(folder + "/x")[1] if hf.CHECKPOINT_DIR.match(_name(folder)) else folder
-            hf_dirs.setdefault(run_dir, "")
-    pl_dirs: dict[str, str] = {}
-    for rel, kind in kinds.items():
-        if kind in ("lightning-metrics", "hparams", "ckpt"):
+class _Scan:
+    """One pass over LOGS: the run folders, then each format's files, then whatever is left."""
+
+    def __init__(self, logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str], None] | None):
+        self.logs, self.found, self.progress = logs, found, progress
+        self.kinds = {rel: _kind(rel, head) for rel, (_path, head) in found.items()}
+        self.readings: list[Reading] = []
+        self.claimed: set[str] = set()
+        self.hf_dirs, self.pl_dirs = self._run_folders()
+        self.run_dirs = {**self.pl_dirs, **self.hf_dirs}  # folder -> run id
+        self.native_runs: dict[str, set[str]] = {}  # folder -> runs named in its native event logs
+
+    def done(self, rel: str) -> None:
+        self.claimed.add(rel)
+        if self.progress:
+            self.progress(rel)
+
+    def files(self, kind: str) -> list[str]:
+        return sorted(rel for rel, k in self.kinds.items() if k == kind and rel not in self.claimed)
+
+    def owner(self, rel: str) -> str | None:
+        """The run whose folder holds rel."""
+        return next((self.run_dirs[f] for f in _parents(rel) if f in self.run_dirs), None)
+
+    def _run_folders(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Trainer output folders and Lightning version folders, by the files that make them."""
+        hf_dirs: dict[str, str] = {}
+        for rel, kind in self.kinds.items():
+            if kind == "hf-state":
+                folder = _parents(rel)[0]
+                hf_dirs.setdefault(_parent(folder) if hf.CHECKPOINT_DIR.match(_name(folder)) else folder, "")
+        pl_dirs: dict[str, str] = {}
+        for rel, kind in self.kinds.items():
+            if kind not in ("lightning-metrics", "hparams", "ckpt"):
+                continue
             folder = _parents(rel)[0]
             if kind == "ckpt" and _name(folder) == "checkpoints":
-                folder = _parents(folder + "/x")[1]
+                folder = _parent(folder)
             if folder in hf_dirs:
                 continue
             if kind == "lightning-metrics" and PurePosixPath(rel).name != "metrics.csv" and not VERSION_DIR.match(_name(folder)):
                 continue
             pl_dirs.setdefault(folder, "")
-    ml_dirs = [_parents(rel)[0] for rel, kind in kinds.items() if kind == "mlflow-run-meta"]
-    _name_runs(hf_dirs, lambda f: _name(f) or "logs")
-    _name_runs(pl_dirs, lambda f: f"{_name(_parents(f + '/x')[1]) or 'logs'}/{_name(f)}" if VERSION_DIR.match(_name(f)) else (_name(f) or "logs"))
-    run_dirs = {**pl_dirs, **hf_dirs}
+        _name_runs(hf_dirs, lambda f: _name(f) or "logs")
+        _name_runs(pl_dirs, lambda f: f"{_name(_parent(f)) or 'logs'}/{_name(f)}" if VERSION_DIR.match(_name(f))
+                   else (_name(f) or "logs"))
+        return hf_dirs, pl_dirs
 
-    def owner(rel: str) -> str | None:
-        return next((run_dirs[f] for f in _parents(rel) if f in run_dirs), None)
-
-    # Native event logs: their runs are named inside; their folders name the runs for text logs.
-    native_runs: dict[str, set[str]] = {}
-    for rel, kind in kinds.items():
-        if kind == "native":
-            log = native.read(found[rel][0], rel)
-            readings.append(Reading([log.input], [log.metrics], log.events))
-            runs = native_runs.setdefault(_parents(rel)[0], set())
+    def native(self) -> None:
+        """Native event logs name their runs inside; their folders name the runs for text logs."""
+        for rel in self.files("native"):
+            log = native.read(self.found[rel][0], rel)
+            self.readings.append(Reading([log.input], [log.metrics], log.events))
+            runs = self.native_runs.setdefault(_parents(rel)[0], set())
             runs.update(e.run for e in log.events if getattr(e, "run", None))
             runs.update(str(r) for r in log.metrics["run"].unique())
-            done(rel)
+            self.done(rel)
 
-    for folder, run in sorted(hf_dirs.items()):
-        readings.append(_read_hf(logs, folder, run, found, kinds, done))
-    previous: dict[str, tuple[str, RunFacts]] = {}
-    for folder, run in sorted(pl_dirs.items(), key=lambda item: _version_order(item[0])):
-        reading = _read_lightning(logs, folder, run, found, kinds, done)
-        readings.append(reading)
-        facts = next(e for e in reading.events if isinstance(e, RunFacts))
-        first = min((int(f["step"].min()) for f in reading.frames if len(f)), default=None)
-        parent = _parents(folder + "/x")[1]
-        if parent in previous and VERSION_DIR.match(_name(folder)) and first is not None and first > 0:
-            # A later version that starts past step 0 was resumed from the one before it.
-            before_run, before = previous[parent]
-            facts.resumes = before_run
-            if before.status is None:
-                before.status, before.reason = "interrupted", f"resumed by {run}, which starts at step {first}"
-        previous[parent] = (run, facts)
+    def trainer_folders(self) -> None:
+        for folder, run in sorted(self.hf_dirs.items()):
+            self.readings.append(_read_hf(self.logs, folder, run, self.found, self.kinds, self.done))
 
-    taken: set[str] = set()  # MLflow run names, so two MLflow runs of one name stay apart
-    for rel, kind in sorted(kinds.items()):
-        if kind == "sqlite" and rel not in claimed:
-            reading = mlflow.read_sqlite(found[rel][0], rel, taken)
+    def lightning_folders(self) -> None:
+        """Each version folder; a later version that starts past step 0 resumes the one before it."""
+        previous: dict[str, tuple[str, RunFacts]] = {}
+        for folder, run in sorted(self.pl_dirs.items(), key=lambda item: _version_order(item[0])):
+            reading = _read_lightning(self.logs, folder, run, self.found, self.kinds, self.done)
+            self.readings.append(reading)
+            facts = next(e for e in reading.events if isinstance(e, RunFacts))
+            first = min((int(f["step"].min()) for f in reading.frames if len(f)), default=None)
+            parent = _parent(folder)
+            if parent in previous and VERSION_DIR.match(_name(folder)) and first is not None and first > 0:
+                before_run, before = previous[parent]
+                facts.resumes = before_run
+                if before.status is None:
+                    before.status, before.reason = "interrupted", f"resumed by {run}, which starts at step {first}"
+            previous[parent] = (run, facts)
+
+    def mlflow(self) -> None:
+        taken: set[str] = set()  # MLflow run names, so two MLflow runs of one name stay apart
+        for rel in self.files("sqlite"):
+            reading = mlflow.read_sqlite(self.found[rel][0], rel, taken)
             if reading is not None:
-                readings.append(reading)
-                done(rel)
-    for folder in sorted(ml_dirs):
-        reading = mlflow.read_file_run(logs / folder, logs, taken)
-        readings.append(reading)
-        for info in reading.inputs:
-            done(info.path)
-    for rel, kind in kinds.items():
-        if kind is None and PurePosixPath(rel).name == "meta.yaml" and b"experiment_id:" in found[rel][1]:
-            readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's meta.yaml
-            done(rel)
+                self.readings.append(reading)
+                self.done(rel)
+        for rel in self.files("mlflow-run-meta"):
+            reading = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs, taken)
+            self.readings.append(reading)
+            for info in reading.inputs:
+                self.done(info.path)
+        for rel in self.files(None):
+            if PurePosixPath(rel).name == "meta.yaml" and b"experiment_id:" in self.found[rel][1]:
+                self.readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's
+                self.done(rel)
 
-    # TensorBoard files: in a run's folder they belong to it, elsewhere their folder is the run.
-    tb_by_run: dict[str, list[tuple[str, int | None]]] = {}
-    for rel, kind in sorted(kinds.items()):
-        if kind != "tensorboard" or rel in claimed:
-            continue
-        run = owner(rel) or _name(_parents(rel)[0]) or "logs"
-        info, frame = tensorboard.read(found[rel][0], rel, run)
-        first = int(frame["step"].min()) if len(frame) else None
-        tb_by_run.setdefault(run, []).append((rel, first))
-        events: list = [RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))]
-        cut = [p for p in info.problems if "cut off" in p.message]
-        if cut and owner(rel) is None:
-            events[0].status, events[0].reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
-        readings.append(Reading([info], [frame], events))
-        done(rel)
-    for run, files in tb_by_run.items():
-        starts = sorted((first, rel) for rel, first in files if first is not None)
-        for first, rel in starts[1:]:
-            if first > starts[0][0]:
-                readings.append(Reading(events=[LogMessage(run, "resumed", f"a new TensorBoard file starts at step {first}: "
-                                                           "the run was restarted and resumed", Evidence(rel))]))
+    def tensorboard(self) -> None:
+        """In a run's folder a file belongs to that run; elsewhere its folder is the run."""
+        first_steps: dict[str, list[tuple[int, str]]] = {}
+        for rel in self.files("tensorboard"):
+            owner = self.owner(rel)
+            run = owner or _name(_parents(rel)[0]) or "logs"
+            info, frame = tensorboard.read(self.found[rel][0], rel, run)
+            if len(frame):
+                first_steps.setdefault(run, []).append((int(frame["step"].min()), rel))
+            facts = RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))
+            if info.cut_off and owner is None:
+                facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
+            self.readings.append(Reading([info], [frame], [facts]))
+            self.done(rel)
+        for run, starts in first_steps.items():
+            starts.sort()
+            for first, rel in starts[1:]:
+                if first > starts[0][0]:
+                    message = f"a new TensorBoard file starts at step {first}: the run was restarted and resumed"
+                    self.readings.append(Reading(events=[LogMessage(run, "resumed", message, Evidence(rel))]))
 
-    # Text logs: in a run's folder they belong to it; beside several runs, by session.
-    for rel, kind in sorted(kinds.items()):
-        if kind != "text" or rel in claimed:
-            continue
-        info, messages = textlog.read(found[rel][0], rel)
-        runs = _text_runs(rel, run_dirs, native_runs)
-        by_session = len(runs) > 1 and bool(messages) and max(m.session for m in messages) == len(runs) - 1
-        for message in messages:
-            if len(runs) == 1:
-                message.run = runs[0]
-            elif by_session:
-                message.run = runs[message.session]
-        if not runs:
-            stem = PurePosixPath(rel).stem
-            folder = _name(_parents(rel)[0])
-            named = stem if stem.lower() not in GENERIC_STEMS else folder
-            if named:
+    def text_logs(self) -> None:
+        """In a run's folder a log belongs to that run; beside several runs, by session; else by name."""
+        for rel in self.files("text"):
+            info, messages = textlog.read(self.found[rel][0], rel)
+            runs = _text_runs(rel, self.run_dirs, self.native_runs)
+            by_session = len(runs) > 1 and bool(messages) and max(m.session for m in messages) == len(runs) - 1
+            if len(runs) == 1 or by_session:
                 for message in messages:
-                    message.run = named
-        elif len(runs) > 1 and any(m.run is None for m in messages):
-            info.problem(None, f"beside several runs ({', '.join(runs)}); its messages are not attributed to one run")
-        owners = sorted({m.run for m in messages if m.run} | (set(runs) if len(runs) == 1 or by_session else set()))
-        facts = [RunFacts(run=run, format=textlog.FORMAT, evidence=Evidence(rel)) for run in owners]
-        readings.append(Reading([info], [], [*messages, *facts]))
-        done(rel)
+                    message.run = runs[0] if len(runs) == 1 else runs[message.session]
+                owners = set(runs)
+            elif runs:
+                owners = set()
+                if messages:
+                    info.problem(None, f"beside several runs ({', '.join(runs)}); its messages are not attributed to one run")
+            else:  # a log of its own: named by its file (oom-1.log), or by its folder for train.log and the like
+                stem = PurePosixPath(rel).stem
+                named = stem if stem.lower() not in GENERIC_STEMS else _name(_parents(rel)[0])
+                for message in messages:
+                    message.run = named or None
+                owners = {named} if named and messages else set()
+            facts = [RunFacts(run=run, format=textlog.FORMAT, evidence=Evidence(rel)) for run in sorted(owners)]
+            self.readings.append(Reading([info], [], [*messages, *facts]))
+            self.done(rel)
 
-    for rel, kind in sorted(kinds.items()):
-        if rel in claimed:
-            continue
-        run_folder = next((f for f in _parents(rel) if f in run_dirs), None)
-        if run_folder is not None:
-            # Weights, optimizer and tokenizer files of a run folder: part of that run's output.
-            fmt = hf.FORMAT if run_folder in hf_dirs else lightning.FORMAT
-            readings.append(Reading([InputFile(rel, fmt, records=1)]))
-        else:
-            readings.append(Reading([InputFile(rel, None)]))
-        done(rel)
-    return readings
+    def the_rest(self) -> None:
+        """Files of a run folder (weights, optimizer, tokenizer) are its output; others are not recognised."""
+        for rel in sorted(set(self.kinds) - self.claimed):
+            run_folder = next((f for f in _parents(rel) if f in self.run_dirs), None)
+            fmt = None if run_folder is None else hf.FORMAT if run_folder in self.hf_dirs else lightning.FORMAT
+            self.readings.append(Reading([InputFile(rel, fmt, records=0 if fmt is None else 1)]))
+            self.done(rel)
 
 
 def _name_runs(dirs: dict[str, str], name_of: Callable[[str], str]) -> None:
@@ -210,23 +234,23 @@ def _name_runs(dirs: dict[str, str], name_of: Callable[[str], str]) -> None:
 
 
 def _text_runs(rel: str, run_dirs: dict[str, str], native_runs: dict[str, set[str]]) -> list[str]:
+    """The runs a text log is about: its folder's run, or the runs in the folders below its own."""
     for folder in _parents(rel):
         if folder in run_dirs:
             return [run_dirs[folder]]
         if len(native_runs.get(folder, ())) == 1:
             return sorted(native_runs[folder])
-        below = sorted(((f, r) for f, r in run_dirs.items() if f.startswith(folder + "/") or (folder == "" and f)),
-                       key=lambda item: _version_order(item[0]))
-        if below and folder != "":
-            return [r for _f, r in below]
-        if folder == "":
-            break
+        if folder:
+            below = [r for f, r in sorted(run_dirs.items(), key=lambda item: _version_order(item[0]))
+                     if f.startswith(folder + "/")]
+            if below:
+                return below
     return []
 
 
 def _version_order(folder: str) -> tuple:
     match = VERSION_DIR.match(_name(folder))
-    return (_parents(folder + "/x")[1], int(match.group(1)) if match else -1, folder)
+    return (_parent(folder), int(match.group(1)) if match else -1, folder)
 
 
 def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:

@@ -235,6 +235,7 @@ def read(path: Path, rel: str, run: str) -> tuple[InputFile, pd.DataFrame]:
         if size - pos < 12:
             info.problem(record, f"cut off in the header of record {record} ({size - pos} bytes left): the writer stopped mid-record")
             info.skipped += 1
+            info.cut_off = True
             break
         length, length_crc = header(buf, pos)
         c = crc(buf[pos:pos + 8])
@@ -247,6 +248,7 @@ def read(path: Path, rel: str, run: str) -> tuple[InputFile, pd.DataFrame]:
         if end + 4 > size:
             info.problem(record, f"record {record} is cut off ({size - start} of {length + 4} bytes): the writer stopped mid-record")
             info.skipped += 1
+            info.cut_off = True
             break
         data = buf[start:end]
         c = crc(data)
