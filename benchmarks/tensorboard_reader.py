@@ -53,7 +53,7 @@ def read_accumulator(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray, np.n
 def read_reportgen(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     from reportgen.ingest import tensorboard
 
-    info, frame, _restarts = tensorboard.read(path, path.name, "bench")
+    info, frame = tensorboard.read(path, path.name, "bench")
     assert not info.problems, info.problems
     out = {}
     for tag in [c for c in frame.columns if c.startswith("train/")]:
