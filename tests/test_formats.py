@@ -136,7 +136,11 @@ def test_lightning_versions_resume_and_checkpoints_are_read_without_unpickling(i
     assert state["rng"] is False  # Lightning does not save RNG state by default
     assert state["data_position"] is False  # mid-epoch, with a data loader that keeps no state
     assert {"state_dict", "optimizer_states", "lr_schedulers", "loops", "global_step"} <= set(last["parts"])
-    assert [w["step"] for w in windows(runs["pl-nan/version_0"], "train_loss")] == [19]
+    # on_step and on_epoch logging: Lightning writes train_loss_step and train_loss_epoch columns
+    nan_run = runs["pl-nan/version_0"]
+    assert [w["step"] for w in windows(nan_run, "train_loss_step")] == [19]
+    assert [w["step"] for w in windows(nan_run, "train_loss_epoch")] == [39]
+    assert {"train_loss_step", "train_loss_epoch", "val_loss", "epoch"} <= set(runs["pl-clean/version_0"]["metrics"])
 
 
 def test_tensorboard_damage_is_reported_and_the_rest_is_read(inspected):
