@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reportgen.cli import cli
 from reportgen.ingest import ingest, tensorboard, textlog
@@ -356,3 +358,21 @@ def test_a_log_naming_the_checkpoint_it_restored_links_the_runs(tmp_path):
     assert runs["run-2"]["resumes"] == "run-1"
     assert runs["run-2"]["status"] == "completed"
     assert runs["run-1"]["resumes"] is None
+
+
+FIXTURE_FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rel=st.sampled_from(FIXTURE_FILES), cut=st.floats(0, 1), flip=st.integers(0, 2**31))
+def test_any_file_cut_or_damaged_anywhere_never_crashes_ingest(tmp_path_factory, rel, cut, flip):
+    """A file cut off by a crash, or with one damaged byte, is reported, never a traceback."""
+    logs = tmp_path_factory.mktemp("logs")
+    data = bytearray((FIXTURES / rel).read_bytes())
+    data = data[: int(len(data) * cut)]
+    if data and flip % 2:
+        data[flip % len(data)] ^= 0xFF
+    target = logs / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(bytes(data))
+    build_inspect(ingest(logs))
