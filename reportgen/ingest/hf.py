@@ -53,25 +53,23 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         info.problem(None, "not UTF-8 text; a trainer_state.json is JSON")
         return info, rows, events, {}
     try:
-        state = json.loads(text)
+        state, error = json.loads(text), None
     except json.JSONDecodeError as exc:
-        state = None
-        problem = f"unreadable JSON at line {exc.lineno} ({exc.msg})"
-    if state is not None and not isinstance(state, dict):
+        state, error = None, exc
+    if error is None and not isinstance(state, dict):
         info.problem(1, "a trainer_state.json holds one JSON object; this is not one")
         return info, rows, events, {}
     lines = LineIndex(text)
     start = text.find('"log_history"')
     history_at = text.find("[", start) if start >= 0 else -1
-    entries: list[tuple[int, object]] = []
-    if history_at >= 0:
-        entries, _damage = json_entries(text, history_at)
-        if state is None:
-            info.problem(lines.line(len(text)), f"{problem}; the {len(entries)} complete log_history entries before it are read")
-            info.skipped += 1
-    elif state is None:
-        info.problem(None, problem)
-        return info, rows, events, {}
+    # Entry by entry, with their offsets: line numbers for evidence, and every complete entry of a cut file.
+    entries = json_entries(text, history_at)[0] if history_at >= 0 else []
+    if error is not None:
+        info.problem(error.lineno, f"unreadable JSON ({error.msg})" + (
+            f"; the {len(entries)} complete log_history entries before it are read" if history_at >= 0 else ""))
+        info.skipped += 1
+        if history_at < 0:
+            return info, rows, events, {}
     summary = None
     for offset, entry in entries:
         line = lines.line(offset)
