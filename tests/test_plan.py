@@ -177,6 +177,12 @@ def test_check_warns_when_the_schedule_leaves_out_loading_evaluation_or_outputs(
     assert "no step of kind 'outputs'" in result.output
 
 
+def test_check_warns_when_a_quality_stop_rule_would_fire_on_the_first_evaluation(sample_plan_data, write_plan):
+    assert "after_step" not in run("check", write_plan(sample_plan_data)).output
+    result = run("check", write_plan(sample_plan_data, lambda d: d["stop_rules"][1].pop("after_step")))
+    assert result.exit_code == 0, result.output
+    assert "warning: stop_rules[1].after_step: stop rule 'S2-quality' has no after_step" in result.output
+
 
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from datetime import datetime
+
+from reportgen.analysis import stops as stop_rules
+from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
+from reportgen.analysis.nonfinite import NonFinite, non_finite
+from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
 from reportgen.analysis.schedule import ScheduleReport, reconcile
+from reportgen.analysis.stops import Ledger
 from reportgen.analysis.verdicts import (
     RunStatus,
     VariantResult,
     Verdict,
+    after_stops,
     assign_variants,
     campaign_verdict,
     run_status,
@@ -25,6 +33,11 @@ class Analysis:
     schedule: ScheduleReport
     run_variants: dict[str, str | None]
     statuses: dict[str, RunStatus]
+    ledger: Ledger
+    run_times: dict[str, RunTime]
+    continued_by: dict[str, list[str]]
+    checkpoints: dict[str, list[RunCheckpoint]]
+    non_finite: dict[str, list[NonFinite]]
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -54,7 +67,18 @@ def unplanned_references(plan: Plan, campaign: Campaign) -> list[tuple[Evidence 
 def analyse(plan: Plan, campaign: Campaign) -> Analysis:
     run_variants, problems = assign_variants(plan, campaign)
     problems += unplanned_references(plan, campaign)
-    statuses = {run_id: run_status(run, campaign) for run_id, run in campaign.runs.items()}
+    problems += config_problems(campaign, run_variants)
+    # What the logs say about each run's end first; then the rules, some of which need it (no_resume).
+    logged = {run_id: run_status(run, campaign) for run_id, run in campaign.runs.items()}
+    interrupted: dict[str, tuple[datetime | None, list[Evidence]]] = {
+        run_id: (campaign.runs[run_id].ended_at or campaign.runs[run_id].last_seen_at, status.evidence)
+        for run_id, status in logged.items()
+        if status.status == "interrupted"
+    }
+    checkpoints = run_checkpoints(campaign)
+    windows = non_finite(campaign)
+    ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, checkpoints)
+    statuses = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
     results = variant_results(plan, campaign, run_variants, statuses)
     return Analysis(
         plan=plan,
@@ -62,6 +86,11 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
         schedule=reconcile(plan, campaign),
         run_variants=run_variants,
         statuses=statuses,
+        ledger=ledger,
+        run_times={run_id: run_time(run, plan) for run_id, run in campaign.runs.items()},
+        continued_by=continuations(campaign),
+        checkpoints=checkpoints,
+        non_finite=windows,
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

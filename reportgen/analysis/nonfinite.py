@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ class NonFinite:
     count: int
     evidence: list[Evidence] = field(default_factory=list)
     note: str | None = None
+    at: datetime | None = None  # when the first row was logged, for formats that keep times
 
 
 def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
@@ -37,7 +39,7 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
         bad = logged & ~np.isfinite(numbers)
         if not bad.any():
             continue
-        rows = frame.loc[logged, ["run", "path", "line", "step"]].assign(bad=bad[logged])
+        rows = frame.loc[logged, ["run", "path", "line", "step", "ts"]].assign(bad=bad[logged])
         # A window is a stretch of consecutive logged rows (of this metric, in one file) that are not finite.
         for (run, path), group in rows.groupby(["run", "path"], sort=True):
             flags = np.concatenate(([False], group["bad"].to_numpy(), [False]))
@@ -46,7 +48,8 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
                 first, last = group.iloc[start], group.iloc[stop]
                 out.setdefault(str(run), []).append(NonFinite(
                     str(run), name, _int(first["step"]), _int(last["step"]), int(stop - start + 1),
-                    [Evidence(str(path), _int(first["line"]))]))
+                    [Evidence(str(path), _int(first["line"]))],
+                    at=None if pd.isna(first["ts"]) else first["ts"].to_pydatetime()))
     for message in campaign.messages:
         if message.kind == "non_finite" and message.run is not None:
             covering = [w for w in out.get(message.run, []) if message.evidence.path in {e.path for e in w.evidence}

@@ -66,6 +66,12 @@ def check_plan(plan: Plan) -> list[Finding]:
             findings.append(
                 Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required (R2)")
             )
+    for index, rule in enumerate(plan.stop_rules):
+        if rule.kind == "below_threshold" and rule.after_step is None:
+            findings.append(
+                Finding("warning", ("stop_rules", index, "after_step"),
+                        f"stop rule '{rule.id}' has no after_step: an early evaluation under the threshold stops the run (R10)")
+            )
     for index, lot in enumerate(plan.order.lots):
         listed = [c for c in plan.catalogue if (c.gpu, c.gpus, c.days) == (lot.gpu, lot.gpus, lot.days)]
         if listed and all(abs(c.price - lot.price) > 0.005 for c in listed):

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from reportgen.analysis.stops import Stop, first_stop
 from reportgen.model import FATAL_MESSAGES, Campaign, Evaluation, Evidence, LoggedDecision, Run
 from reportgen.plan.schema import Plan, Variant
 
@@ -95,6 +96,23 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
         return RunStatus("unknown", f"no source records whether it finished ({formats} keep no end marker)",
                          [f.evidence for f in run.facts])
     return RunStatus("unknown", "neither a start nor an end was logged", [])
+
+
+def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
+    """The run's status once reportgen's own evaluation of the stop rules is counted (R10).
+
+    A rule whose condition held while the run went on makes a completed run `stopped`: its
+    results are not approved. An interrupted run stays interrupted (the rules that fire on
+    interruption say whether it can be resumed, not how it ended).
+    """
+    if logged.status not in ("completed", "unknown"):
+        return logged
+    first = first_stop([s for s in stops if s.evaluated is not None])
+    if first is None or first.evaluated is None:
+        return logged
+    went_on = "; the run itself went on to its end" if logged.status == "completed" else ""
+    return RunStatus("stopped", f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",
+                     first.evaluated.evidence + logged.evidence)
 
 
 def meets(value: float, threshold: float, direction: str) -> bool:

@@ -39,6 +39,10 @@ _FIT_DONE = re.compile(r"`Trainer\.fit` stopped:|Training completed\. Do not for
 _RESTORE = re.compile(r"(?:Restoring states from the checkpoint path at|Restored all states from the checkpoint at|"
                       r"Continuing training from checkpoint|Loading model from) (\S+)")
 _SESSION = re.compile(r"^GPU available: ")
+# Where training is: "step 1320/3000", "global_step=1320", or the Trainer's progress bar " 44%|▍ | 1320/3000 [".
+# (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step.)
+_STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.I)
+_BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/\d+\s*\[")
 _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 
 
@@ -73,9 +77,10 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
     session = 0
     seen_session_line = False
     in_traceback: int | None = None
+    step: int | None = None  # the last step the log showed in this session
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
-        messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), session=session, target=target))
+        messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
 
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -84,7 +89,10 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
         if _SESSION.match(stripped):
             if seen_session_line:
                 session += 1
+                step = None
             seen_session_line = True
+        if match := (_STEP.match(stripped) or _BAR.match(line)):
+            step = int(match.group(1))
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
                 kind = "oom" if _OOM.search(stripped) else "traceback"

@@ -97,11 +97,15 @@ class StopRule(Section):
     kind: StopKind
     description: str = Field(min_length=1, description="The rule as written before the trials (R10).")
     metrics: list[str] | None = Field(
-        None, description="non_finite: metrics watched (default: every metric logged)."
+        None,
+        description="non_finite: metrics watched (default: every metric logged). truncation: counters of inputs "
+        "cut (default: metrics named like truncated_inputs). `loss` also matches TensorBoard's `train/loss`.",
     )
     metric: str | None = Field(None, description="below_threshold: the metric checked (default: the quality metric).")
     threshold: float | None = Field(None, description="below_threshold: the limit (default: the quality threshold).")
-    after_step: int | None = Field(None, ge=0, description="below_threshold: only evaluations at or after this step.")
+    after_step: int | None = Field(
+        None, ge=0, description="below_threshold: only evaluations at or after this step (default: every evaluation)."
+    )
     variants: list[str] | None = Field(None, description="Variants the rule applies to (default: all).")
 
 

@@ -6,11 +6,14 @@ Unknown values are null, never zero; sections a later stage fills are empty, nev
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from datetime import datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
+from reportgen.analysis.stops import Stop
 from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan
@@ -34,6 +37,19 @@ def number(value: float | None) -> float | str | None:
     if math.isfinite(value):
         return value
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def plain(value: object) -> object:
+    """A value read from a config (YAML dates, NaN...) as JSON that report.json can hold."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, float):
+        return number(value)
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
 
 
 def evidence(items: list[Evidence]) -> list[dict]:
@@ -63,42 +79,8 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     tz = schedule.window.start.tzinfo
     per_run_metrics = campaign.metrics_by_run()
 
-    runs = []
-    for run_id, run in campaign.runs.items():
-        status = analysis.statuses[run_id]
-        runs.append(
-            {
-                "id": run_id,
-                "variant": analysis.run_variants.get(run_id),
-                "status": status.status,
-                "status_reason": status.reason,
-                "first_step": run.first_step,
-                "last_step": run.last_step,
-                "started_at": iso(run.started_at, tz),
-                "ended_at": iso(run.ended_at, tz),
-                "last_seen_at": iso(run.last_seen_at, tz),
-                "config_id": run.config_id,
-                "resumes": run.resumes,
-                "sources": list(run.sources),
-                "metrics": per_run_metrics.get(run_id, []),
-                "evidence": evidence(status.evidence),
-            }
-        )
-
-    rule_kinds = {rule.id: rule.kind for rule in plan.stop_rules}
-    stops = [
-        {
-            "run": stop.run,
-            "rule": stop.rule,
-            "kind": rule_kinds.get(stop.rule or "", "other"),
-            "step": stop.step,
-            "at": iso(stop.at, tz),
-            "reason": stop.reason,
-            "source": "logged",
-            "evidence": evidence([stop.evidence]),
-        }
-        for stop in sorted(campaign.stops, key=lambda s: (s.at, s.evidence))
-    ]
+    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in campaign.runs]
+    stops = [_stop_json(stop, analysis.run_variants.get(stop.run), tz) for stop in analysis.ledger.stops]
 
     variants = [
         {
@@ -199,7 +181,24 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         "inputs": inputs_json(campaign),
         "problems": problems,
         "runs": runs,
+        "run_time": _run_time_totals(analysis, runs),
         "stops": stops,
+        "stop_rules": [
+            {
+                "id": r.rule.id,
+                "kind": r.rule.kind,
+                "description": r.rule.description,
+                "evaluated": r.evaluated,
+                "basis": r.basis,
+                "applies_to": r.applies_to,
+                "fired": r.fired,
+            }
+            for r in analysis.ledger.rules
+        ],
+        "stop_notices": [
+            {"run": n.run, "rule": n.rule, "message": n.message, "evidence": evidence(n.evidence)}
+            for n in analysis.ledger.notices
+        ],
         "variants": variants,
         "schedule": {
             "window_start": iso(schedule.window.start, tz),
@@ -218,6 +217,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             },
             "steps": steps,
         },
+        "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
         "checkpoints": {"items": [], "recommended_interval_minutes": None, "interval_basis": None},
         "deliverables": [],
         "costs": {
@@ -247,6 +247,102 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             }
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
+    }
+
+
+def run_page(run_id: str) -> str:
+    """The site path of a run's page: a safe file name, made unique by a hash when it had to change."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._") or "run"
+    if safe != run_id:
+        safe += "-" + hashlib.sha1(run_id.encode()).hexdigest()[:8]
+    return f"runs/{safe}.html"
+
+
+def _firing_json(step: int | None, at: datetime | None, reason: str, items: list[Evidence], tz: tzinfo) -> dict:
+    return {"step": step, "at": iso(at, tz), "reason": reason, "evidence": evidence(items)}
+
+
+def _stop_json(stop: Stop, variant: str | None, tz: tzinfo) -> dict:
+    logged, evaluated = stop.logged, stop.evaluated
+    return {
+        "id": stop.id,
+        "run": stop.run,
+        "variant": variant,
+        "rule": stop.rule,
+        "kind": stop.kind,
+        "step": stop.step,
+        "at": iso(stop.at, tz),
+        "reason": stop.reason,
+        "source": stop.source,
+        "evidence": evidence(stop.evidence),
+        "logged": _firing_json(logged.step, logged.at, logged.reason, [logged.evidence], tz) if logged else None,
+        "evaluated": _firing_json(evaluated.step, evaluated.at, evaluated.reason, evaluated.evidence, tz) if evaluated else None,
+        "agrees": stop.disagreement is None,
+        "disagreement": stop.disagreement,
+    }
+
+
+def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -> dict:
+    run = analysis.campaign.runs[run_id]
+    status = analysis.statuses[run_id]
+    time = analysis.run_times[run_id]
+    required = list(analysis.plan.checkpoints.required_state)
+    return {
+        "id": run_id,
+        "page": run_page(run_id),
+        "variant": analysis.run_variants.get(run_id),
+        "status": status.status,
+        "status_reason": status.reason,
+        "first_step": run.first_step,
+        "last_step": run.last_step,
+        "started_at": iso(run.started_at, tz),
+        "ended_at": iso(run.ended_at, tz),
+        "last_seen_at": iso(run.last_seen_at, tz),
+        "wall_hours": hours(time.wall_hours),
+        "gpus": time.gpus,
+        "gpu_hours": hours(time.gpu_hours),
+        "time_basis": time.basis,
+        "config_id": run.config_id,
+        "config": plain(run.config),
+        "resumes": run.resumes,
+        "continued_by": analysis.continued_by.get(run_id, []),
+        "formats": list(run.formats),
+        "sources": list(run.sources),
+        "metrics": metrics,
+        "stops": [s.id for s in analysis.ledger.for_run(run_id)],
+        "non_finite": [
+            {"metric": w.metric, "step": w.step, "last_step": w.last_step, "rows": w.count, "note": w.note,
+             "evidence": evidence(w.evidence)}
+            for w in analysis.non_finite.get(run_id, [])
+        ],
+        "checkpoints": [
+            {"step": c.step, "path": c.path, "at": iso(c.at, tz), "resume_state": c.resume_state,
+             "resumable": c.resumable(required), "lacking": c.lacking(required),
+             "reload_tests": [{"ok": t.ok, "new_process": t.new_process, "message": t.message, "evidence": evidence([t.evidence])}
+                              for t in c.reload_tests],
+             "evidence": evidence(c.evidence)}
+            for c in analysis.checkpoints.get(run_id, [])
+        ],
+        "evidence": evidence(status.evidence),
+    }
+
+
+def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:
+    """GPU time per run status against the GPU time rented: interrupted runs cost too (R10)."""
+    plan = analysis.plan
+    rented = sum(lot.gpus * lot.days * 24.0 for lot in plan.order.lots)
+    by_status: dict[str, float] = {}
+    unmeasured = []
+    for run in runs:
+        if run["gpu_hours"] is None:
+            unmeasured.append(run["id"])
+            continue
+        by_status[run["status"]] = by_status.get(run["status"], 0.0) + run["gpu_hours"]
+    return {
+        "rented_gpu_hours": hours(rented),
+        "gpu_hours_by_status": {k: hours(v) for k, v in sorted(by_status.items())},
+        "gpu_hours": hours(sum(by_status.values())) if by_status else None,
+        "runs_without_gpu_time": unmeasured,
     }
 
 

@@ -1,0 +1,86 @@
+"""Per-run figures: wall-clock span, GPU time, resume chains, and configuration ids (R10)."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from reportgen.analysis.schedule import hours_between
+from reportgen.model import Campaign, Evidence, Run
+from reportgen.plan.schema import Plan
+
+# Config keys that say how many GPUs one run used (a run on several GPUs costs them all).
+GPU_COUNT_KEYS = ("gpus", "num_gpus", "n_gpu", "world_size", "devices")
+
+
+@dataclass
+class RunTime:
+    """A run's wall-clock span and the GPU time it held, with how that was decided."""
+
+    wall_hours: float | None
+    gpus: int | None
+    gpu_hours: float | None
+    basis: str
+
+
+def _gpu_count(run: Run) -> tuple[int, str]:
+    for key in GPU_COUNT_KEYS:
+        value = (run.config or {}).get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value, f"{value} GPU(s) from the run's config '{key}'"
+    return 1, "one GPU (the run's config names no GPU count)"
+
+
+def run_time(run: Run, plan: Plan) -> RunTime:
+    """GPU time = wall-clock span x GPUs, for runs on a GPU; runs the plan puts on cpu hold none."""
+    end = run.ended_at or run.last_seen_at
+    wall = hours_between(run.started_at, end) if run.started_at and end and end >= run.started_at else None
+    steps = [s for s in plan.schedule.steps if any(fnmatch.fnmatchcase(run.id, p) for p in s.runs)]
+    gpu_names = set(plan.gpu_names())
+    if steps and not any(s.resource in gpu_names for s in steps):
+        where = ", ".join(sorted({s.resource for s in steps}))
+        return RunTime(wall, None, None, f"the plan runs it on {where}, not on a rented GPU")
+    if wall is None:
+        why = "no source logs times for this run" if run.started_at is None else "no end or last-seen time"
+        return RunTime(None, None, None, f"unknown: {why}")
+    gpus, how = _gpu_count(run)
+    span = "start to end" if run.ended_at else "start to the last thing logged (no end was logged)"
+    return RunTime(wall, gpus, wall * gpus, f"wall-clock {span}, on {how}")
+
+
+def continuations(campaign: Campaign) -> dict[str, list[str]]:
+    """For each run, the runs that resume it (R11: a resumed run continues the one it resumes)."""
+    out: dict[str, list[str]] = {}
+    for run in campaign.runs.values():
+        if run.resumes:
+            out.setdefault(run.resumes, []).append(run.id)
+    return out
+
+
+def chain(run_id: str, campaign: Campaign) -> list[str]:
+    """The run and every run it continues, oldest first."""
+    ids: list[str] = []
+    current: str | None = run_id
+    while current is not None and current not in ids:
+        ids.append(current)
+        run = campaign.runs.get(current)
+        current = run.resumes if run is not None else None
+    return ids[::-1]
+
+
+def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> list[tuple[Evidence | None, str]]:
+    """One configuration under several ids is fine within a variant (repeats), not across variants."""
+    by_config: dict[str, list[str]] = {}
+    for run_id, run in campaign.runs.items():
+        if run.config_id is not None:
+            by_config.setdefault(run.config_id, []).append(run_id)
+    problems: list[tuple[Evidence | None, str]] = []
+    for config, run_ids in sorted(by_config.items()):
+        variants = sorted({v for r in run_ids if (v := run_variants.get(r)) is not None})
+        if len(variants) > 1:
+            run = campaign.runs[run_ids[0]]
+            where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
+            message = (f"runs {', '.join(run_ids)} have the same configuration ({config}) but belong to "
+                       f"different variants ({', '.join(variants)}): the variants do not differ in what was run")
+            problems.append((where, message))
+    return problems

@@ -1,0 +1,294 @@
+"""The stop-rule ledger (R10): every rule evaluated from the logs, beside the stops the scripts logged."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+from reportgen.analysis import analyse
+from reportgen.build import prepare
+from reportgen.ingest import ingest
+from reportgen.plan.schema import Plan
+
+FIXTURES = Path(__file__).parent / "fixtures" / "formats"
+ALL_STATE = ["model", "optimizer", "scheduler", "rng", "progress"]
+
+
+@pytest.fixture(scope="module")
+def sample() -> dict:
+    return prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+
+
+def one_variant_plan(data: dict, rules: list[dict]) -> Plan:
+    """The sample plan with one variant `v` owning every run and the given stop rules."""
+    data = copy.deepcopy(data)
+    data["variants"] = [{"id": "v", "role": "variant", "category": "required", "runs": ["*"]}]
+    data["stop_rules"] = rules
+    data["schedule"] = {"steps": [{"id": "all", "resource": "gpu0", "hours": 10, "runs": ["*"]}]}
+    data["decision_points"] = []
+    data["deliverables"] = []
+    return Plan.model_validate(data)
+
+
+def ledger(plan: Plan, logs: Path):
+    analysis = analyse(plan, ingest(logs))
+    return analysis, {(s.run, s.rule): s for s in analysis.ledger.stops}
+
+
+# --- the sample campaign --------------------------------------------------------------------
+
+def test_sample_shows_a_stop_of_every_kind_the_plan_declares_with_evidence(sample):
+    declared = {r["kind"] for r in sample["stop_rules"]}
+    assert declared == {"non_finite", "below_threshold", "truncation", "no_resume"}
+    for kind in declared:
+        stops = [s for s in sample["stops"] if s["kind"] == kind]
+        assert stops, kind
+        for stop in stops:
+            assert stop["evidence"] and all(e["path"] and e["line"] for e in stop["evidence"]), stop
+            assert stop["reason"] and stop["id"] == f"{stop['run']}:{stop['rule']}"
+
+
+def test_sample_ledger_puts_the_scripts_stops_beside_reportgens(sample):
+    stops = {(s["run"], s["rule"]): s for s in sample["stops"]}
+    nonfinite = stops[("lora-r64-1", "S1-nonfinite")]
+    assert nonfinite["source"] == "logged and evaluated" and nonfinite["agrees"]
+    assert nonfinite["logged"]["step"] == nonfinite["evaluated"]["step"] == 2140
+    truncation = stops[("control-1", "S3-truncation")]
+    assert truncation["source"] == "logged and evaluated" and truncation["step"] == 10
+    assert {e["path"] for e in truncation["evaluated"]["evidence"]} == {"runs/control-1/events.jsonl", "runs/control-1/stdout.log"}
+    # The script never checked S2: the eval under 0.20 at step 2000 is found by reportgen, and said to disagree.
+    quality = stops[("lora-r64-1", "S2-quality")]
+    assert quality["source"] == "evaluated" and quality["step"] == 2000 and not quality["agrees"]
+    assert "went on to step 2140" in quality["disagreement"]
+    resume = stops[("eval-all-1", "S4-resume")]
+    assert resume["kind"] == "no_resume" and "no checkpoint" in resume["reason"]
+    assert resume["evidence"] == [{"path": "runs/eval-all-1/stdout.log", "line": 2}]
+
+
+def test_sample_resumable_interruption_is_not_a_stop_and_too_long_is_only_a_notice(sample):
+    runs = {r["id"]: r for r in sample["runs"]}
+    assert runs["lora-r16-1"]["status"] == "interrupted" and runs["lora-r16-1"]["stops"] == []
+    assert runs["lora-r16-1"]["continued_by"] == ["lora-r16-2"]
+    healthy = [r for r in runs.values() if r["status"] == "completed"]
+    assert healthy and all(r["stops"] == [] for r in healthy)
+    notice = next(n for n in sample["stop_notices"] if n["run"] == "control-1")
+    assert notice["message"].startswith("not a truncation") and notice["evidence"][0]["line"] == 2
+
+
+def test_sample_runs_show_their_gpu_time_and_interrupted_runs_cost(sample):
+    runs = {r["id"]: r for r in sample["runs"]}
+    assert runs["lora-r16-1"]["gpu_hours"] == pytest.approx(runs["lora-r16-1"]["wall_hours"]) and runs["lora-r16-1"]["gpu_hours"] > 4
+    totals = sample["run_time"]
+    assert totals["rented_gpu_hours"] == 72.0
+    assert totals["gpu_hours_by_status"]["interrupted"] == pytest.approx(
+        sum(r["gpu_hours"] for r in runs.values() if r["status"] == "interrupted"), abs=1e-3)
+    assert totals["gpu_hours"] == pytest.approx(sum(totals["gpu_hours_by_status"].values()), abs=1e-3)
+
+
+# --- Trainer logs with an overflow, a kill and healthy runs ---------------------------------
+
+@pytest.fixture(scope="module")
+def trainer(sample_plan_data_module) -> tuple:
+    plan = one_variant_plan(sample_plan_data_module, [
+        {"id": "S1", "kind": "non_finite", "description": "loss or grad_norm not finite", "metrics": ["loss", "grad_norm"]},
+        {"id": "S1-loss", "kind": "non_finite", "description": "loss not finite", "metrics": ["loss"]},
+        {"id": "S4", "kind": "no_resume", "description": "no usable resume"},
+    ])
+    return ledger(plan, FIXTURES / "hf")
+
+
+@pytest.fixture(scope="module")
+def sample_plan_data_module() -> dict:
+    import yaml
+
+    return yaml.safe_load(SAMPLE_PLAN.read_text(encoding="utf-8"))
+
+
+def test_trainer_overflow_stops_at_the_first_affected_step_with_evidence(trainer):
+    analysis, stops = trainer
+    first = stops[("hf-nan", "S1")]
+    assert first.step == 15  # grad_norm is NaN from step 15 (logged every 5 steps)
+    paths = {e.path for e in first.evidence}
+    assert "hf-nan/trainer_state.json" in paths  # relative to LOGS, here fixtures/formats/hf
+    line = next(e.line for e in first.evidence if e.path == "hf-nan/trainer_state.json")
+    entry = [text.strip() for text in (FIXTURES / "hf/hf-nan/trainer_state.json").read_text().splitlines()[line - 1:line + 6]]
+    assert '"grad_norm": NaN,' in entry and '"step": 15' in entry  # the cited log entry
+    # Watching the loss alone, the Trainer's filtered window (loss 0.0, grad_norm NaN) still counts.
+    assert stops[("hf-nan", "S1-loss")].step == 20
+    assert analysis.statuses["hf-nan"].status == "stopped"
+    assert "went on to its end" in analysis.statuses["hf-nan"].reason
+
+
+def test_trainer_killed_run_is_interrupted_with_its_gpu_time_and_healthy_runs_have_no_stop(trainer):
+    analysis, stops = trainer
+    assert analysis.statuses["hf-killed"].status == "interrupted"
+    assert analysis.run_times["hf-killed"].gpu_hours is not None and analysis.run_times["hf-killed"].gpu_hours > 0
+    assert ("hf-killed", "S4") not in stops  # its last checkpoint holds every required part
+    for healthy in ("hf-clean", "hf-best", "hf-resumed"):
+        assert analysis.ledger.for_run(healthy) == [], healthy
+        assert analysis.statuses[healthy].status == "completed"
+
+
+# --- rules one by one, on logs written with the native event writer ------------------------
+
+def rules_plan(sample_plan_data, *rules) -> Plan:
+    return one_variant_plan(sample_plan_data, list(rules))
+
+
+def test_non_finite_watches_every_metric_by_default_including_evaluations(sample_plan_data, tmp_path, event_log):
+    log = event_log("r.jsonl", run="r-1")
+    log.run_start(config={})
+    for step in (10, 20, 30):
+        log.metric(step=step, loss=1.0)
+    log.eval(step=30, metrics={"eval_loss": math.nan})
+    log.run_end(status="completed", step=30)
+    plan = rules_plan(sample_plan_data, {"id": "NF", "kind": "non_finite", "description": "any metric"})
+    analysis, stops = ledger(plan, tmp_path / "logs")
+    assert stops[("r-1", "NF")].step == 30 and "eval_loss" in stops[("r-1", "NF")].evaluated.reason
+    assert analysis.statuses["r-1"].status == "stopped"
+    assert analysis.variants[0].verdict != "passed"
+
+
+def test_below_threshold_counts_only_evaluations_from_the_given_step(sample_plan_data, tmp_path, event_log):
+    log = event_log("r.jsonl", run="r-1")
+    log.run_start(config={})
+    log.eval(step=100, metrics={"eval_rougeL": 0.05})  # early and low: before after_step, no stop
+    log.eval(step=200, metrics={"eval_rougeL": 0.25})
+    log.eval(step=300, metrics={"eval_rougeL": 0.15})
+    log.run_end(status="completed", step=300)
+    rule = {"id": "Q", "kind": "below_threshold", "description": "quality", "threshold": 0.2, "after_step": 150}
+    _, stops = ledger(rules_plan(sample_plan_data, rule), tmp_path / "logs")
+    assert stops[("r-1", "Q")].step == 300
+    rule["after_step"] = 350
+    _, stops = ledger(rules_plan(sample_plan_data, rule), tmp_path / "logs")
+    assert ("r-1", "Q") not in stops
+
+
+def test_below_threshold_on_a_lower_is_better_quality_metric_means_above(sample_plan_data, tmp_path, event_log):
+    data = copy.deepcopy(sample_plan_data)
+    data["quality"] = {"metric": "eval_loss", "direction": "lower", "threshold": 1.5}
+    log = event_log("r.jsonl", run="r-1")
+    log.run_start(config={})
+    log.eval(step=100, metrics={"eval_loss": 1.2})
+    log.eval(step=200, metrics={"eval_loss": 1.9})
+    log.run_end(status="completed", step=200)
+    _, stops = ledger(rules_plan(data, {"id": "Q", "kind": "below_threshold", "description": "quality"}), tmp_path / "logs")
+    assert stops[("r-1", "Q")].step == 200 and "> 1.5" in stops[("r-1", "Q")].evaluated.reason
+
+
+def test_truncation_from_a_counter_or_a_message_but_not_from_a_too_long_warning(sample_plan_data, tmp_path, event_log):
+    clean = event_log("clean/events.jsonl", run="clean")
+    clean.run_start(config={"a": 1})
+    clean.metric(step=10, truncated_inputs=0, loss=1.0)
+    clean.run_end(status="completed", step=10)
+    (tmp_path / "logs" / "clean" / "stdout.log").write_text(
+        "Token indices sequence length is longer than the specified maximum sequence length for this model (3100 > 2048).\n")
+    counted = event_log("counted/events.jsonl", run="counted")
+    counted.run_start(config={"a": 2})
+    counted.metric(step=10, truncated_inputs=0)
+    counted.metric(step=20, truncated_inputs=3)
+    counted.run_end(status="completed", step=20)
+    (tmp_path / "logs" / "told").mkdir()
+    (tmp_path / "logs" / "told" / "train.log").write_text("step 40/100\nWARNING: 2 sequences were truncated to 512 tokens\n")
+    plan = rules_plan(sample_plan_data, {"id": "T", "kind": "truncation", "description": "inputs cut"})
+    analysis, stops = ledger(plan, tmp_path / "logs")
+    assert ("clean", "T") not in stops
+    assert [n.run for n in analysis.ledger.notices] == ["clean"]
+    assert stops[("counted", "T")].step == 20 and stops[("counted", "T")].evidence[0].line == 3
+    assert stops[("told", "T")].step == 40 and stops[("told", "T")].evidence[0].path == "told/train.log"
+
+
+def test_truncation_without_any_length_evidence_is_said_to_be_unevaluated(sample_plan_data, tmp_path, event_log):
+    log = event_log("r.jsonl", run="r-1")
+    log.run_start(config={})
+    log.metric(step=10, loss=1.0)
+    log.run_end(status="completed", step=10)
+    analysis, stops = ledger(rules_plan(sample_plan_data, {"id": "T", "kind": "truncation", "description": "cut"}), tmp_path / "logs")
+    assert not stops
+    assert not analysis.ledger.rules[0].evaluated and "cannot be evaluated" in analysis.ledger.rules[0].basis
+
+
+def interrupted_run(event_log, run: str, state: list[str] | None, reload_ok: bool | None = None, save: bool = True):
+    log = event_log(f"{run}.jsonl", run=run)
+    log.run_start(config={"run": run})
+    log.metric(step=100, loss=1.0)
+    if save:
+        log.checkpoint_save(step=100, path=f"ckpt/{run}/checkpoint-100", seconds=30.0, state=state)
+    if reload_ok is not None:
+        log.reload_test(path=f"ckpt/{run}/checkpoint-100", ok=reload_ok, seconds=60.0, new_process=True,
+                        message=None if reload_ok else "optimizer state does not match the parameters")
+    log.metric(step=150, loss=0.9)  # then the process dies: no run_end
+
+
+def test_no_resume_fires_when_the_last_checkpoint_cannot_resume(sample_plan_data, tmp_path, event_log):
+    interrupted_run(event_log, "good", ALL_STATE)
+    interrupted_run(event_log, "weights-only", ["model"])
+    interrupted_run(event_log, "bad-reload", ALL_STATE, reload_ok=False)
+    interrupted_run(event_log, "none", None, save=False)
+    interrupted_run(event_log, "unsaid", None)
+    plan = rules_plan(sample_plan_data, {"id": "R", "kind": "no_resume", "description": "no usable resume"})
+    analysis, stops = ledger(plan, tmp_path / "logs")
+    assert ("good", "R") not in stops
+    assert "lacks optimizer, scheduler, rng, progress" in stops[("weights-only", "R")].reason
+    assert "reload test" in stops[("bad-reload", "R")].reason and "does not match" in stops[("bad-reload", "R")].reason
+    assert "no checkpoint" in stops[("none", "R")].reason and stops[("none", "R")].step == 150
+    assert ("unsaid", "R") not in stops  # unknown is not "missing": said as a notice instead
+    assert [n.run for n in analysis.ledger.notices] == ["unsaid"]
+    assert all(analysis.statuses[r].status == "interrupted" for r in ("good", "weights-only", "none"))
+
+
+def test_a_resumed_run_without_its_own_checkpoint_can_resume_from_the_one_it_restored(sample_plan_data, tmp_path, event_log):
+    interrupted_run(event_log, "first", ALL_STATE)
+    second = event_log("second.jsonl", run="second")
+    second.run_start(config={"run": "first"}, resumes="first", step=101)
+    second.metric(step=110, loss=0.8)  # killed again before saving
+    plan = rules_plan(sample_plan_data, {"id": "R", "kind": "no_resume", "description": "no usable resume"})
+    analysis, stops = ledger(plan, tmp_path / "logs")
+    assert ("second", "R") not in stops
+    assert analysis.continued_by["first"] == ["second"]
+
+
+def test_disagreements_between_a_logged_stop_and_the_logs_are_reported(sample_plan_data, tmp_path, event_log):
+    late = event_log("late.jsonl", run="late")
+    late.run_start(config={"r": "late"})
+    late.metric(step=10, loss=math.nan)
+    late.metric(step=20, loss=math.nan)
+    late.stop(rule="NF", reason="loss is NaN", step=20)
+    late.run_end(status="stopped", step=20)
+    unfounded = event_log("unfounded.jsonl", run="unfounded")
+    unfounded.run_start(config={"r": "unfounded"})
+    unfounded.metric(step=10, loss=1.0)
+    unfounded.stop(rule="NF", reason="loss is NaN", step=10)
+    unfounded.run_end(status="stopped", step=10)
+    _, stops = ledger(rules_plan(sample_plan_data, {"id": "NF", "kind": "non_finite", "description": "nan"}), tmp_path / "logs")
+    assert stops[("late", "NF")].step == 10 and "stopped at step 20, 10 steps after" in stops[("late", "NF")].disagreement
+    assert stops[("unfounded", "NF")].source == "logged"
+    assert "no evidence" in stops[("unfounded", "NF")].disagreement
+
+
+def test_rules_apply_only_to_their_variants(sample_plan_data, tmp_path, event_log):
+    data = copy.deepcopy(sample_plan_data)
+    for run in ("control-1", "lora-r16-1"):
+        log = event_log(f"{run}.jsonl", run=run)
+        log.run_start(config={"run": run})
+        log.metric(step=10, loss=math.inf)
+        log.run_end(status="completed", step=10)
+    data["stop_rules"] = [{"id": "NF", "kind": "non_finite", "description": "nan", "variants": ["lora-r16"]}]
+    analysis = analyse(Plan.model_validate(data), ingest(tmp_path / "logs"))
+    assert [(s.run, s.rule) for s in analysis.ledger.stops] == [("lora-r16-1", "NF")]
+    assert analysis.statuses["control-1"].status == "completed"
+
+
+def test_one_configuration_under_two_variants_is_a_problem(sample_plan_data, tmp_path, event_log):
+    for run in ("control-1", "lora-r16-1", "lora-r16-2"):
+        log = event_log(f"{run}.jsonl", run=run)
+        log.run_start(config={"rank": 16})  # the same config: fine within lora-r16, not across variants
+        log.run_end(status="completed", step=1)
+    analysis = analyse(Plan.model_validate(sample_plan_data), ingest(tmp_path / "logs"))
+    messages = [m for _, m in analysis.problems if "same configuration" in m]
+    assert len(messages) == 1 and "control, lora-r16" in messages[0]
+
