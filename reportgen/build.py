@@ -13,6 +13,7 @@ from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
+from reportgen.render.runcharts import run_charts
 from reportgen.render.site import PlanSource, write_site
 
 
@@ -54,7 +55,8 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     sources = excerpts(logs, cited_lines(built.report))
     writer = SiteWriter(out)
     try:
-        write_site(built.report, source, sources, writer, templates, progress, single_file=single_file)
+        write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
+                   run_figures=run_charts(built.analysis))
         writer.commit()
     except BaseException:
         writer.abort()

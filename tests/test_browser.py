@@ -56,3 +56,14 @@ def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):
     dom = rendered_dom(alone, tmp_path)
     assert 'class="main-svg"' in dom
     assert len(re.findall(r'<g class="point"', dom)) == 12 + 11
+
+
+def test_run_page_draws_every_metric_chart_with_its_stop_markers(tmp_path):
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    dom = rendered_dom(site / "runs" / "lora-r64-1.html", tmp_path)
+    charts = re.findall(r'<div class="chart[^"]*" data-figure="figure-m\d+"', dom)
+    assert len(charts) == 5  # eval_rougeL, grad_norm, loss, eval_loss, learning_rate
+    assert dom.count('class="main-svg"') >= 2 * len(charts), "plotly did not draw every chart"
+    assert "S2-quality (evaluated)" in dom and "S1-nonfinite" in dom  # the stop markers' labels
+    assert "all 214 points shown" in dom

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen.analysis import analyse
 from reportgen.build import prepare
+from reportgen.cli import cli
 from reportgen.ingest import ingest
 from reportgen.plan.schema import Plan
 
@@ -103,8 +108,6 @@ def trainer(sample_plan_data_module) -> tuple:
 
 @pytest.fixture(scope="module")
 def sample_plan_data_module() -> dict:
-    import yaml
-
     return yaml.safe_load(SAMPLE_PLAN.read_text(encoding="utf-8"))
 
 
@@ -292,3 +295,21 @@ def test_one_configuration_under_two_variants_is_a_problem(sample_plan_data, tmp
     messages = [m for _, m in analysis.problems if "same configuration" in m]
     assert len(messages) == 1 and "control, lora-r16" in messages[0]
 
+
+def test_stop_pages_link_every_stop_to_its_evidence(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    out = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    ledger_html = (out / "stops.html").read_text()
+    for stop in report["stops"]:
+        assert f'id="stop-{stop["id"]}"' in ledger_html
+        for item in stop["evidence"]:
+            assert f'{item["path"]}:{item["line"]}</a>' in ledger_html
+    for run in report["runs"]:
+        page = (out / run["page"]).read_text()
+        assert f"Run {run['id']}" in page
+        for stop in run["stops"]:
+            assert stop.split(":", 1)[1] in page

@@ -6,7 +6,7 @@ readable tables built from that same dictionary.
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import UTC
 
 from reportgen.analysis.nonfinite import non_finite
 from reportgen.analysis.verdicts import run_status
@@ -32,9 +32,9 @@ def build_inspect(campaign: Campaign) -> dict:
             "sources": sorted(run.sources),
             "first_step": run.first_step,
             "last_step": run.last_step,
-            "started_at": iso(run.started_at, timezone.utc),
-            "ended_at": iso(run.ended_at, timezone.utc),
-            "last_seen_at": iso(run.last_seen_at, timezone.utc) if run.ended_at is None else None,
+            "started_at": iso(run.started_at, UTC),
+            "ended_at": iso(run.ended_at, UTC),
+            "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
             "config_id": run.config_id,
             "resumes": run.resumes,
             "best": next((f.best for f in run.facts if f.best), None),

@@ -18,6 +18,8 @@ from reportgen.ingest import Excerpt
 from reportgen.render import charts as charts_module
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
+from reportgen.render.report import run_page
+from reportgen.render.runcharts import MetricChart
 from reportgen.render.text import markdown_html
 
 # (file, title) in navigation order.
@@ -26,6 +28,7 @@ PAGES = [
     ("plan.html", "Plan"),
     ("schedule.html", "Schedule"),
     ("runs.html", "Runs"),
+    ("stops.html", "Stops"),
     ("inputs.html", "Inputs"),
 ]
 ASSETS = ("style.css", "site.js")
@@ -57,6 +60,8 @@ class PlanSource:
 class Chart:
     id: str
     figure: dict
+    title: str = ""
+    caption: str = ""
 
     @property
     def json(self) -> str:
@@ -117,6 +122,7 @@ def _environment(custom: Path | None) -> jinja2.Environment:
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
     env.globals["search_path"] = search
+    env.globals["run_page"] = run_page
     return env
 
 
@@ -139,10 +145,15 @@ def _render_block(env: jinja2.Environment, name: str, block: str | None, **conte
         raise BuildError(f"template {name}: {exc}") from None
 
 
-def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool) -> list[tuple[Page, str, dict]]:
+def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
+           run_figures: dict[str, list[MetricChart]]) -> list[tuple[Page, str, dict]]:
     """(page, template, extra context) for every page of the report."""
     figures = {"schedule.html": [Chart("gantt", charts_module.schedule_gantt(report["schedule"]))]}
     pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single), f, {}) for f, t in PAGES]
+    for run in report["runs"]:
+        charts = [Chart(c.id, c.figure, c.metric, c.caption) for c in run_figures.get(run["id"], [])]
+        page = Page(file=run["page"], title=f"Run {run['id']}", root="../", charts=charts, single=single)
+        pages.append((page, "run.html", {"run": run}))
     for path, parts in sorted(sources.items()):
         page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../", single=single)
         pages.append((page, "evidence.html", {"path": path, "excerpts": parts}))
@@ -151,13 +162,14 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool) -> lis
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
                custom_templates: Path | None = None, progress: Callable[[str], None] | None = None,
-               single_file: bool = False) -> None:
-    """The multi-page site (evidence pages included), its assets, report.json and the order note;
+               single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None) -> None:
+    """The multi-page site (run and evidence pages included), its assets, report.json and the order note;
     with `single_file`, also report.html: every page in one self-contained file for attaching."""
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     common = {"report": report, "nav": nav, "plan_source": plan_source}
-    for page, template, extra in _pages(report, sources, single=False):
+    run_figures = run_figures or {}
+    for page, template, extra in _pages(report, sources, False, run_figures):
         writer.write(page.file, _render(env, template, page=page, **common, **extra))
         if progress:
             progress(page.file)
@@ -167,14 +179,15 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     writer.write("order-note.md", order_note(report))
     if single_file:
-        writer.write(SINGLE_FILE, _single_file(env, common, sources))
+        writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
         if progress:
             progress(SINGLE_FILE)
 
 
-def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[Excerpt]]) -> str:
+def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[Excerpt]],
+                 run_figures: dict[str, list[MetricChart]]) -> str:
     sections = []
-    for page, template, extra in _pages(common["report"], sources, single=True):
+    for page, template, extra in _pages(common["report"], sources, True, run_figures):
         sections.append({"id": section_id(page.file), "page": page, "html": Markup(_render_block(env, template, "content", page=page, **common, **extra))})
     assets = templates_dir() / "assets"
     return _render(
