@@ -91,17 +91,21 @@ def test_order_note_is_short_and_names_the_order(sample_site):
     assert "IG-2026-1102-4090-0417" in note
     assert "47.14 USD" in note
     assert "Cost per passed output: undefined" in note
+    runs = next(line for line in note.splitlines() if line.startswith("- Runs: 9 "))
+    assert "interrupted runs held 5.5 GPU h" in runs
+    assert "S2-quality on lora-r64-1 (script and logs disagree)" in runs and "S4-resume on eval-all-1" in runs
 
 
 def test_plotly_is_shipped_once_and_never_inlined(sample_site):
     bundle = (sample_site / "assets" / "plotly.min.js").read_text()
     assert len(bundle) > 1_000_000
-    for page in sample_site.glob("*.html"):
+    for page in sample_site.rglob("*.html"):
         html = page.read_text()
         assert len(html) < 200_000, page.name
         assert "cdn" not in html.lower()
         assert bundle[:200] not in html
     assert 'src="assets/plotly.min.js"' in (sample_site / "schedule.html").read_text()
+    assert 'src="../assets/plotly.min.js"' in (sample_site / "runs" / "lora-r16-2.html").read_text()
 
 
 def test_links_are_relative_and_local(sample_site):

@@ -14,6 +14,24 @@ def _h(value: float | None) -> str:
     return "not measured" if value is None else f"{value:.1f} h"
 
 
+def _runs_line(report: dict) -> str | None:
+    """How the runs ended, the GPU time the interrupted ones held, and which rules stopped what (R10)."""
+    if not report["runs"]:
+        return None
+    counts: dict[str, int] = {}
+    for run in report["runs"]:
+        counts[run["status"]] = counts.get(run["status"], 0) + 1
+    ended = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    lost = report["run_time"]["gpu_hours_by_status"].get("interrupted")
+    if lost:
+        ended += f"; interrupted runs held {lost:.1f} GPU h"
+    text = f"- Runs: {len(report['runs'])} ({ended})"
+    if report["stops"]:
+        text += ". Stops: " + ", ".join(f"{s['rule'] or 'unnamed'} on {s['run']}" + ("" if s["agrees"] else " (script and logs disagree)")
+                                         for s in report["stops"])
+    return _clip(text, 400)
+
+
 def order_note(report: dict) -> str:
     """Order reference, question, verdict, confirmed cost, cost per passed output, hours, next steps."""
     campaign, costs, schedule = report["campaign"], report["costs"], report["schedule"]
@@ -45,6 +63,9 @@ def order_note(report: dict) -> str:
         f"- Cost per passed output: {per_output}",
         f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
     ]
+    runs = _runs_line(report)
+    if runs:
+        lines.append(runs)
     if report["plan"]["modified_since_freeze"]:
         lines.append("- Plan: edited after it was frozen; reconciled against the frozen original.")
     if next_steps:
