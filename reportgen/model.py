@@ -163,6 +163,7 @@ class RunFacts:
     config: dict | None = None
     resumes: str | None = None
     best: dict | None = None  # the Trainer's best model: metric, step, checkpoint (under LOGS), checkpoint_as_written
+    seconds: float | None = None  # training time the source states (the Trainer's train_runtime), for sources without times
 
 
 @dataclass
@@ -191,12 +192,13 @@ class LogMessage:
     """Something a text log said: a traceback, an out-of-memory error, a non-finite loss..."""
 
     run: str | None
-    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished
+    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished | progress
     message: str
     evidence: Evidence
     step: int | None = None
     session: int = 0  # which process, when one text log holds several (each start of training)
     target: str | None = None  # "resumed": the checkpoint path named; "non_finite": the metric
+    seconds: float | None = None  # "progress": the time the progress bar says has elapsed
 
 
 @dataclass

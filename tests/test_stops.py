@@ -313,3 +313,20 @@ def test_stop_pages_link_every_stop_to_its_evidence(tmp_path):
         assert f"Run {run['id']}" in page
         for stop in run["stops"]:
             assert stop.split(":", 1)[1] in page
+
+
+def test_without_clock_times_gpu_time_comes_from_train_runtime_or_the_progress_bar(tmp_path, sample_plan_data):
+    logs = tmp_path / "logs"
+    for name in ("hf-clean", "hf-killed"):
+        shutil.copytree(FIXTURES / "hf" / name, logs / name, ignore=shutil.ignore_patterns("runs"))  # no TensorBoard times
+    with open(logs / "hf-killed" / "train.log", "a", encoding="utf-8") as handle:
+        handle.write(" 33%|███▎      | 10/30 [00:41<01:22,  4.10s/it]\r 67%|██████▋   | 20/30 [01:30<00:41,  4.12s/it]\r\n")
+    analysis = analyse(one_variant_plan(sample_plan_data, [{"id": "S", "kind": "other", "description": "x"}]), ingest(logs))
+    clean, killed = analysis.run_times["hf-clean"], analysis.run_times["hf-killed"]
+    runtime = json.loads((logs / "hf-clean" / "trainer_state.json").read_text().replace("NaN", "null"))["log_history"][-1]["train_runtime"]
+    assert clean.gpu_hours == pytest.approx(runtime / 3600) and "train_runtime" in clean.basis
+    assert killed.gpu_hours == pytest.approx(90 / 3600) and "progress bar" in killed.basis
+    assert "not counted" in killed.basis
+    progress = next(m for m in analysis.campaign.messages if m.kind == "progress")
+    lines = (logs / "hf-killed" / "train.log").read_bytes().split(b"\n")
+    assert b"20/30 [01:30" in lines[progress.evidence.line - 1]  # "\r" redraws do not shift line numbers

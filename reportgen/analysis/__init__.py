@@ -87,7 +87,7 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
         run_variants=run_variants,
         statuses=statuses,
         ledger=ledger,
-        run_times={run_id: run_time(run, plan) for run_id, run in campaign.runs.items()},
+        run_times={run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()},
         continued_by=continuations(campaign),
         checkpoints=checkpoints,
         non_finite=windows,

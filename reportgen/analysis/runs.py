@@ -6,7 +6,7 @@ import fnmatch
 from dataclasses import dataclass
 
 from reportgen.analysis.schedule import hours_between
-from reportgen.model import Campaign, Evidence, Run
+from reportgen.model import Campaign, Evidence, LogMessage, Run
 from reportgen.plan.schema import Plan
 
 # Config keys that say how many GPUs one run used (a run on several GPUs costs them all).
@@ -31,8 +31,29 @@ def _gpu_count(run: Run) -> tuple[int, str]:
     return 1, "one GPU (the run's config names no GPU count)"
 
 
-def run_time(run: Run, plan: Plan) -> RunTime:
-    """GPU time = wall-clock span x GPUs, for runs on a GPU; runs the plan puts on cpu hold none."""
+def _stated_hours(run: Run, messages: list[LogMessage]) -> tuple[float, str] | None:
+    """Training time a source states when none logs clock times: the Trainer's train_runtime, or
+    the elapsed time of the last progress bar of each process in a captured log."""
+    stated = [f for f in run.facts if f.seconds is not None and f.seconds > 0]
+    if stated:
+        facts = max(stated, key=lambda f: (f.seconds or 0.0, f.evidence))
+        return (facts.seconds or 0.0) / 3600.0, f"training time stated by {facts.evidence.path} (train_runtime)"
+    last: dict[tuple[str, int], LogMessage] = {}
+    for message in messages:
+        if message.run == run.id and message.kind == "progress" and message.seconds is not None:
+            last[(message.evidence.path, message.session)] = message
+    if not last:
+        return None
+    paths = ", ".join(sorted({path for path, _ in last}))
+    return sum(m.seconds or 0.0 for m in last.values()) / 3600.0, f"elapsed time of the progress bar in {paths}"
+
+
+def run_time(run: Run, plan: Plan, messages: list[LogMessage]) -> RunTime:
+    """GPU time = wall-clock span x GPUs, for runs on a GPU; runs the plan puts on cpu hold none.
+
+    With no clock times in any source, the training time a source states stands in for the span,
+    and the basis says that loading and work outside the training loop are not in it.
+    """
     end = run.ended_at or run.last_seen_at
     wall = hours_between(run.started_at, end) if run.started_at and end and end >= run.started_at else None
     steps = [s for s in plan.schedule.steps if any(fnmatch.fnmatchcase(run.id, p) for p in s.runs)]
@@ -40,10 +61,15 @@ def run_time(run: Run, plan: Plan) -> RunTime:
     if steps and not any(s.resource in gpu_names for s in steps):
         where = ", ".join(sorted({s.resource for s in steps}))
         return RunTime(wall, None, None, f"the plan runs it on {where}, not on a rented GPU")
-    if wall is None:
-        why = "no source logs times for this run" if run.started_at is None else "no end or last-seen time"
-        return RunTime(None, None, None, f"unknown: {why}")
     gpus, how = _gpu_count(run)
+    if wall is None:
+        stated = _stated_hours(run, messages)
+        if stated is None:
+            why = "no source logs times for this run" if run.started_at is None else "no end or last-seen time"
+            return RunTime(None, None, None, f"unknown: {why}")
+        hours, basis = stated
+        return RunTime(hours, gpus, hours * gpus,
+                       f"{basis}; no source logs clock times, so time outside the training loop is not counted; on {how}")
     span = "start to end" if run.ended_at else "start to the last thing logged (no end was logged)"
     return RunTime(wall, gpus, wall * gpus, f"wall-clock {span}, on {how}")
 

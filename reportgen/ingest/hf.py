@@ -71,6 +71,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         if history_at < 0:
             return info, rows, events, {}
     summary = None
+    runtime: float | None = None
     for offset, entry in entries:
         line = lines.line(offset)
         if not isinstance(entry, dict):
@@ -85,6 +86,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         is_summary = "train_runtime" in entry  # written once, when training ends
         if is_summary:
             summary = line
+            runtime = float(entry["train_runtime"]) if is_number(entry["train_runtime"]) else None
         values = {k: float(v) for k, v in entry.items() if k not in NOT_METRICS and is_number(v)}
         if "epoch" in entry and is_number(entry["epoch"]):
             values["epoch"] = float(entry["epoch"])
@@ -99,7 +101,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         if kind == "eval":
             metrics = {k: v for k, v in values.items() if k.startswith("eval_")}
             events.append(Evaluation(run, step, None, Evidence(rel, line), metrics))
-    return info, rows, events, {"state": state or {}, "summary_line": summary}
+    return info, rows, events, {"state": state or {}, "summary_line": summary, "runtime": runtime}
 
 
 def _non_finite(value: float | None) -> bool:
@@ -130,7 +132,8 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
     global_step = _int(state.get("global_step"))
     max_steps = _int(state.get("max_steps"))
     should_stop = _dig(state, "stateful_callbacks", "TrainerControl", "args", "should_training_stop")
-    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step)
+    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step,
+                     seconds=parsed.get("runtime"))
     if summary_line is not None:
         facts.status, facts.reason = "completed", "trainer_state.json has the final training summary (train_runtime)"
     elif max_steps and global_step is not None and global_step >= max_steps and should_stop is True:

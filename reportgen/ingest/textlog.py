@@ -42,7 +42,7 @@ _SESSION = re.compile(r"^GPU available: ")
 # Where training is: "step 1320/3000", "global_step=1320", or the Trainer's progress bar " 44%|▍ | 1320/3000 [".
 # (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step.)
 _STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.I)
-_BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/\d+\s*\[")
+_BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/\d+\s*\[(?:(\d+):)?(\d{1,2}):(\d{2})<")
 _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 
 
@@ -78,20 +78,33 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
     seen_session_line = False
     in_traceback: int | None = None
     step: int | None = None  # the last step the log showed in this session
+    bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
         messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
 
-    for number, line in enumerate(text.splitlines(), start=1):
+    def flush_bar() -> None:
+        """The session's last progress bar: how long its training loop ran, to the step it reached."""
+        if bar is not None:
+            line, at_step, elapsed = bar
+            messages.append(LogMessage(None, "progress", f"the progress bar shows step {at_step} after {_clock(elapsed)}",
+                                       Evidence(rel, line), step=at_step, session=session, seconds=elapsed))
+
+    for number, line in _segments(text):
         stripped = line.strip()
         if not stripped:
             continue
         if _SESSION.match(stripped):
             if seen_session_line:
+                flush_bar()
                 session += 1
-                step = None
+                step, bar = None, None
             seen_session_line = True
-        if match := (_STEP.match(stripped) or _BAR.match(line)):
+        if match := _BAR.match(line):
+            step = int(match.group(1))
+            hours, minutes, seconds = (int(g) if g else 0 for g in match.group(2, 3, 4))
+            bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
+        elif match := _STEP.match(stripped):
             step = int(match.group(1))
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
@@ -126,8 +139,22 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
             add("resumed", number, stripped, target=match.group(1).rstrip(".,;'\""))
     if in_traceback is not None:
         add("traceback", in_traceback, "a traceback cut off before its exception line")
+    flush_bar()
     info.records = len(messages)
     return info, messages
+
+
+def _segments(text: str):
+    """(line number, text) of every line, where a line is what ends in "\n", as the evidence pages
+    count them; a progress bar redrawn with "\r" gives one segment per redraw, on the same line."""
+    for number, physical in enumerate(text.split("\n"), start=1):
+        for segment in physical.split("\r"):
+            yield number, segment
+
+
+def _clock(seconds: float) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 def _progress(line: str, number: int, add) -> None:
