@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
@@ -28,7 +28,7 @@ class Built:
 def build_time() -> datetime | None:
     """The build time shown on the site: SOURCE_DATE_EPOCH only, so that builds are reproducible."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    return datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else None
+    return datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else None
 
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Built:

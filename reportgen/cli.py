@@ -120,7 +120,8 @@ def freeze(plan: Path, logs: Path) -> None:
     Example:
       reportgen freeze plan.yaml logs/
     """
-    from reportgen.plan.freeze import FREEZE_RECORD, RECORD_DIR, freeze as run_freeze
+    from reportgen.plan.freeze import FREEZE_RECORD, RECORD_DIR
+    from reportgen.plan.freeze import freeze as run_freeze
 
     record, new = run_freeze(plan, logs)
     where = logs / RECORD_DIR / FREEZE_RECORD

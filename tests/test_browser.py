@@ -9,10 +9,9 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen.cli import cli
-
-from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 FLAGS = [

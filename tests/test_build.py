@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN, tree_digest
 
 from reportgen.cli import cli
-
-from conftest import SAMPLE_LOGS, SAMPLE_PLAN, tree_digest
 
 CONTRACT_KEYS = {
     "schema", "campaign", "plan", "inputs", "runs", "stops", "variants", "schedule", "checkpoints",
@@ -327,7 +326,7 @@ def single_file(tmp_path_factory) -> Path:
 def test_single_file_report_is_self_contained(single_file):
     html = single_file.read_text()
     assert html.count("* plotly.js v") == 1
-    markup = re.sub(r"<script>.*?</script>", "", html, flags=re.S)
+    markup = re.sub(r"<script>.*?</script>", "", html, flags=re.DOTALL)
     assert not re.findall(r'\bsrc="', markup), "nothing is loaded from another file"
     links = re.findall(r'href="([^"]*)"', markup)
     assert links and all(link.startswith("#") for link in links)

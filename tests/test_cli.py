@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen import __version__
 from reportgen.cli import Progress, cli
-
-from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 
 def test_usage_errors_exit_2():

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-from reportgen.ingest import native
-
 from conftest import REPO
+
+from reportgen.ingest import native
 
 
 def code_blocks(markdown: str, after: str) -> list[str]:
     section = markdown.split(after, 1)[1]
-    return re.findall(r"```[a-z]*\n(.*?)```", section, flags=re.S)
+    return re.findall(r"```[a-z]*\n(.*?)```", section, flags=re.DOTALL)
 
 
 def test_the_event_log_example_reads_without_a_problem(tmp_path):

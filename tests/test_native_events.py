@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
@@ -120,7 +120,7 @@ def test_non_numeric_metric_values_are_reported_not_silently_dropped(tmp_path):
 
 
 def test_writer_and_reader_round_trip(tmp_path):
-    at = datetime(2026, 11, 2, 0, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
     log = EventLog(tmp_path / "a" / "events.jsonl", run="r1", clock=lambda: at)
     log.run_start(config={"lr": 1e-4}, variant="control")
     log.metric(step=1, loss=float("nan"), grad_norm=float("inf"))

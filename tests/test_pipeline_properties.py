@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
+from conftest import SAMPLE_PLAN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.build import build
 
-from conftest import SAMPLE_PLAN
-
-START = datetime(2026, 11, 2, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
 RUNS = ["control-1", "lora-r16-1", "lora-r16-2", "lora-r64-1", "pilot-1", "other"]
 STEPS = ["prep-env", "pilot", "train-r16", "evaluate", "unknown-step"]
 numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5))

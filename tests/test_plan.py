@@ -5,6 +5,7 @@ from importlib import resources
 
 import pytest
 from click.testing import CliRunner
+from conftest import SAMPLE_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,8 +13,6 @@ from reportgen.cli import cli
 from reportgen.errors import PlanError
 from reportgen.plan.load import load_plan
 from reportgen.plan.schema import schema_text
-
-from conftest import SAMPLE_PLAN
 
 
 def run(*args):

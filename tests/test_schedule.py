@@ -4,7 +4,12 @@ import copy
 
 import pytest
 
-from reportgen.analysis.schedule import planned_hours, planned_timeline, reconcile, window
+from reportgen.analysis.schedule import (
+    planned_hours,
+    planned_timeline,
+    reconcile,
+    window,
+)
 from reportgen.ingest import ingest
 from reportgen.plan.schema import Plan
 

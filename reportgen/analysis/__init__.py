@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from reportgen.analysis.stops import Stop, first_stop
-from reportgen.model import FATAL_MESSAGES, Campaign, Evaluation, Evidence, LoggedDecision, Run
+from reportgen.model import (
+    FATAL_MESSAGES,
+    Campaign,
+    Evaluation,
+    Evidence,
+    LoggedDecision,
+    Run,
+)
 from reportgen.plan.schema import Plan, Variant
 
 DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}

@@ -12,7 +12,6 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from reportgen.errors import InputError
-from reportgen.plan.freeze import RECORD_DIR
 from reportgen.ingest import formats
 from reportgen.model import (
     Campaign,
@@ -30,6 +29,7 @@ from reportgen.model import (
     RunFacts,
     StepMark,
 )
+from reportgen.plan.freeze import RECORD_DIR
 
 SNIFF_BYTES = 64 << 10
 

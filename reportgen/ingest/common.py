@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +100,7 @@ def from_epoch(seconds: float | None) -> datetime | None:
     """A Unix time (seconds) as an aware UTC datetime; None for missing or absurd values."""
     if seconds is None or not math.isfinite(seconds) or not 0 < seconds < 32503680000:
         return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def decode_text(raw: bytes) -> str | None:

@@ -17,8 +17,22 @@ import math
 import re
 from pathlib import Path
 
-from reportgen.ingest.common import LineIndex, MetricRows, decode_text, is_number, json_entries, read_mapping
-from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile, LogMessage, RunFacts
+from reportgen.ingest.common import (
+    LineIndex,
+    MetricRows,
+    decode_text,
+    is_number,
+    json_entries,
+    read_mapping,
+)
+from reportgen.model import (
+    Checkpoint,
+    Evaluation,
+    Evidence,
+    InputFile,
+    LogMessage,
+    RunFacts,
+)
 
 FORMAT = "hf-trainer"
 STATE = "trainer_state.json"

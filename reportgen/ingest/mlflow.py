@@ -19,7 +19,13 @@ import math
 import sqlite3
 from pathlib import Path
 
-from reportgen.ingest.common import MetricRows, Reading, decode_text, from_epoch, read_mapping
+from reportgen.ingest.common import (
+    MetricRows,
+    Reading,
+    decode_text,
+    from_epoch,
+    read_mapping,
+)
 from reportgen.ingest.lightning import is_eval
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 

@@ -19,7 +19,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -379,7 +379,7 @@ def _parse_time(value: object) -> datetime:
         at = datetime.fromisoformat(value)
     except ValueError:
         raise _BadRecord(f"'ts' is not an ISO 8601 time: {value!r}") from None
-    return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
 
 
 def _opt(record: dict, key: str, kinds: tuple[type, ...], name: str) -> Any:

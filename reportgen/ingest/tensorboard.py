@@ -21,11 +21,10 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-import google_crc32c
 
 from reportgen.ingest.common import metric_frame
 from reportgen.model import InputFile

@@ -30,18 +30,18 @@ MAX_MESSAGE = 300
 
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*|[A-Za-z_][\w.]*Error)$")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory", re.I)
-_KILLED = re.compile(r"^(Killed|.*\bSIGKILL\b.*|.*killed by signal 9.*|.*exit code 137.*)$", re.I)
-_NON_FINITE = re.compile(r"\b(loss|grad[_ ]?norm)\b[^\n]{0,40}?\b(nan|inf|infinity|non-finite|not finite)\b", re.I)
-_TOO_LONG = re.compile(r"sequence length is longer than the specified maximum sequence length", re.I)
-_TRUNCATION = re.compile(r"\btruncat(ed|ion|ing)\b", re.I)
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory", re.IGNORECASE)
+_KILLED = re.compile(r"^(Killed|.*\bSIGKILL\b.*|.*killed by signal 9.*|.*exit code 137.*)$", re.IGNORECASE)
+_NON_FINITE = re.compile(r"\b(loss|grad[_ ]?norm)\b[^\n]{0,40}?\b(nan|inf|infinity|non-finite|not finite)\b", re.IGNORECASE)
+_TOO_LONG = re.compile(r"sequence length is longer than the specified maximum sequence length", re.IGNORECASE)
+_TRUNCATION = re.compile(r"\btruncat(ed|ion|ing)\b", re.IGNORECASE)
 _FIT_DONE = re.compile(r"`Trainer\.fit` stopped:|Training completed\. Do not forget to share your model")
 _RESTORE = re.compile(r"(?:Restoring states from the checkpoint path at|Restored all states from the checkpoint at|"
                       r"Continuing training from checkpoint|Loading model from) (\S+)")
 _SESSION = re.compile(r"^GPU available: ")
 # Where training is: "step 1320/3000", "global_step=1320", or the Trainer's progress bar " 44%|▍ | 1320/3000 [".
 # (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step.)
-_STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.I)
+_STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.IGNORECASE)
 _BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/\d+\s*\[(?:(\d+):)?(\d{1,2}):(\d{2})<")
 _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.errors import InputError, PlanError
@@ -32,7 +32,7 @@ class Freeze:
 
 def _now_iso() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    at = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch and epoch.isdigit() else datetime.now(timezone.utc)
+    at = datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit() else datetime.now(UTC)
     return at.isoformat(timespec="seconds")
 
 
