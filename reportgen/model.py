@@ -17,6 +17,14 @@ MAX_PROBLEMS_PER_FILE = 200
 METRIC_FRAME_COLUMNS = ("path", "line", "run", "kind", "step", "ts")
 
 
+def same_metric(name: str, column: str) -> bool:
+    """Whether a metric name (as a plan writes it) is this metrics-frame column, as any format
+    logged it: `loss` is also TensorBoard's `train/loss`; `eval_loss` is also `eval/loss`."""
+    if column in (name, f"train/{name}"):
+        return True
+    return name.startswith("eval_") and column == "eval/" + name.removeprefix("eval_")
+
+
 @dataclass(frozen=True, order=True)
 class Evidence:
     """Where a fact came from: a file relative to LOGS and, when it has lines, the line."""

@@ -330,3 +330,28 @@ def test_without_clock_times_gpu_time_comes_from_train_runtime_or_the_progress_b
     progress = next(m for m in analysis.campaign.messages if m.kind == "progress")
     lines = (logs / "hf-killed" / "train.log").read_bytes().split(b"\n")
     assert b"20/30 [01:30" in lines[progress.evidence.line - 1]  # "\r" redraws do not shift line numbers
+
+
+def test_printed_copies_of_logged_values_add_no_window_and_evaluation_bars_are_not_steps(tmp_path, event_log):
+    log = event_log("r-1/events.jsonl", run="r-1")
+    log.run_start(config={})
+    log.metric(step=20, loss=1.0, grad_norm=math.nan)
+    (tmp_path / "logs" / "r-1" / "stdout.log").write_text(
+        " 60%|██████    | 24/40 [00:10<00:07,  2.40it/s]\r\n"
+        "100%|██████████| 5/5 [00:00<00:00, 250.65it/s]\x1b[A\r\n"
+        "{'loss': '1.0', 'grad_norm': 'nan', 'learning_rate': '0.001', 'epoch': '0.5'}\n"
+        "Traceback (most recent call last):\n  File \"train.py\", line 3\nRuntimeError: boom\n")
+    campaign = ingest(tmp_path / "logs")
+    windows = analyse(one_variant_plan(yaml.safe_load(SAMPLE_PLAN.read_text()), [
+        {"id": "S", "kind": "other", "description": "x"}]), campaign).non_finite["r-1"]
+    assert [(w.metric, w.step) for w in windows] == [("grad_norm", 20)]
+    printed = next(m for m in campaign.messages if m.kind == "non_finite")
+    assert printed.step == 24  # the training bar's step, not the evaluation bar's 5
+    assert next(m for m in campaign.messages if m.kind == "traceback").step == 24
+
+
+def test_the_trainer_filter_note_belongs_to_the_loss_window_only(trainer):
+    analysis, _ = trainer
+    notes = {(w.metric, w.step): w.note for w in analysis.non_finite["hf-nan"]}
+    assert "NaN filter" in notes[("loss", 20)]
+    assert all(note is None or "NaN filter" not in note for (metric, _), note in notes.items() if metric != "loss")

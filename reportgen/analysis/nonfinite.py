@@ -8,7 +8,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from reportgen.model import METRIC_FRAME_COLUMNS, Campaign, Evidence
+from reportgen.model import METRIC_FRAME_COLUMNS, Campaign, Evidence, same_metric
 
 
 @dataclass
@@ -52,15 +52,16 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
                     at=None if pd.isna(first["ts"]) else first["ts"].to_pydatetime()))
     for message in campaign.messages:
         if message.kind == "non_finite" and message.run is not None:
+            metric = message.target or "loss"
             covering = [w for w in out.get(message.run, []) if message.evidence.path in {e.path for e in w.evidence}
+                        and (message.target is None or w.metric == message.target)
                         and message.step is not None and w.step is not None and w.step <= message.step <= (w.last_step or w.step)]
             if covering:  # the value is already in the metrics; keep what the source said about it
                 for window in covering:
                     window.note = window.note or message.message
                 continue
-            metric = message.target or "loss"
-            if message.step is None and any(w.metric == metric for w in out.get(message.run, [])):
-                continue  # a printed copy of values the run's metrics already hold
+            if any(same_metric(metric, w.metric) for w in out.get(message.run, []) if message.evidence.path not in {e.path for e in w.evidence}):
+                continue  # a printed copy of values the run's metrics already hold (its step is only where a progress bar was)
             out.setdefault(message.run, []).append(NonFinite(
                 message.run, metric, message.step, message.step, 1, [message.evidence], note=message.message))
     for run in out:

@@ -24,6 +24,7 @@ from reportgen.model import (
     LoggedStop,
     LogMessage,
     Run,
+    same_metric,
 )
 from reportgen.plan.schema import Plan, StopRule
 
@@ -116,16 +117,6 @@ class Ledger:
         return [s for s in self.stops if s.run == run]
 
 
-def metric_matches(watched: str, column: str) -> bool:
-    """A watched name matches its column as logged by any format: `loss` is also TensorBoard's
-    `train/loss`; `eval_loss` is also `eval/loss`."""
-    if column == watched:
-        return True
-    if column == f"train/{watched}":
-        return True
-    return watched.startswith("eval_") and column == "eval/" + watched.removeprefix("eval_")
-
-
 class _RunRows:
     """One run's rows of the metrics frame, with column access that keeps NaN apart from "not logged"."""
 
@@ -166,7 +157,7 @@ def _message_order(message: LogMessage) -> tuple:
 
 def _non_finite(rule: StopRule, run: str, windows: list[NonFinite], metrics: list[str]) -> Firing | None:
     watched = rule.metrics or metrics
-    hits = [w for w in windows if any(metric_matches(m, w.metric) for m in watched)]
+    hits = [w for w in windows if any(same_metric(m, w.metric) for m in watched)]
     if not hits:
         return None
     first = min(hits, key=lambda w: (w.step is None, w.step or 0, w.evidence))
@@ -186,7 +177,7 @@ def _below_threshold(rule: StopRule, plan: Plan, rows: _RunRows | None) -> Firin
     threshold = rule.threshold if rule.threshold is not None else plan.quality.threshold
     # "Below" means worse: under the threshold, or over it for a quality metric where lower is better.
     worse_is_higher = metric == plan.quality.metric and plan.quality.direction == "lower"
-    for column in [c for c in rows.frame.columns if c not in METRIC_FRAME_COLUMNS and metric_matches(metric, c)]:
+    for column in [c for c in rows.frame.columns if c not in METRIC_FRAME_COLUMNS and same_metric(metric, c)]:
         logged, values = rows.column(column)
         finite = logged & np.isfinite(values)
         bad = values > threshold if worse_is_higher else values < threshold
@@ -205,7 +196,7 @@ def _truncation(rule: StopRule, run: str, rows: _RunRows | None, messages: list[
     candidates: list[Firing] = []
     if rows is not None:
         columns = [c for c in rows.frame.columns if c not in METRIC_FRAME_COLUMNS]
-        counters = [c for c in columns if any(metric_matches(m, c) for m in rule.metrics)] if rule.metrics else \
+        counters = [c for c in columns if any(same_metric(m, c) for m in rule.metrics)] if rule.metrics else \
             [c for c in columns if TRUNCATION_COUNTER.search(c)]
         for column in counters:
             logged, values = rows.column(column)
@@ -312,7 +303,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
             elif rule.kind == "below_threshold":
                 firing = _below_threshold(rule, plan, rows)
                 metric = rule.metric or plan.quality.metric
-                checked = checked or any(metric_matches(metric, m) for m in metrics_by_run.get(run_id, []))
+                checked = checked or any(same_metric(metric, m) for m in metrics_by_run.get(run_id, []))
             elif rule.kind == "truncation":
                 own = messages.get(run_id, [])
                 firing = _truncation(rule, run_id, rows, own)

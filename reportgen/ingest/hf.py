@@ -109,7 +109,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
             values["loss"] = math.nan
             events.append(LogMessage(run, "non_finite", "loss logged as 0.0 while grad_norm is non-finite: "
                                      "the Trainer's NaN filter (logging_nan_inf_filter) left every non-finite loss "
-                                     "of this logging window out", Evidence(rel, line), step))
+                                     "of this logging window out", Evidence(rel, line), step, target="loss"))
         rows.add(run, kind, step, line, None, values)
         info.records += 1
         if kind == "eval":

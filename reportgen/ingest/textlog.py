@@ -40,9 +40,10 @@ _RESTORE = re.compile(r"(?:Restoring states from the checkpoint path at|Restored
                       r"Continuing training from checkpoint|Loading model from) (\S+)")
 _SESSION = re.compile(r"^GPU available: ")
 # Where training is: "step 1320/3000", "global_step=1320", or the Trainer's progress bar " 44%|▍ | 1320/3000 [".
-# (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step.)
+# (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step; nor
+# is an evaluation bar nested in the training one, which has its own total.)
 _STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.IGNORECASE)
-_BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/\d+\s*\[(?:(\d+):)?(\d{1,2}):(\d{2})<")
+_BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[(?:(\d+):)?(\d{1,2}):(\d{2})<")
 _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 
 
@@ -79,6 +80,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
     in_traceback: int | None = None
     step: int | None = None  # the last step the log showed in this session
     bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
+    bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
         messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
@@ -98,12 +100,14 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
             if seen_session_line:
                 flush_bar()
                 session += 1
-                step, bar = None, None
+                step, bar, bar_total = None, None, None
             seen_session_line = True
         if match := _BAR.match(line):
-            step = int(match.group(1))
-            hours, minutes, seconds = (int(g) if g else 0 for g in match.group(2, 3, 4))
-            bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
+            bar_total = bar_total or int(match.group(2))  # the first bar of a process is its training loop
+            if int(match.group(2)) == bar_total:
+                step = int(match.group(1))
+                hours, minutes, seconds = (int(g) if g else 0 for g in match.group(3, 4, 5))
+                bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
         elif match := _STEP.match(stripped):
             step = int(match.group(1))
         if in_traceback is not None:

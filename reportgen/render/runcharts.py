@@ -15,8 +15,7 @@ import pandas as pd
 
 from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
-from reportgen.analysis.stops import metric_matches
-from reportgen.model import METRIC_FRAME_COLUMNS
+from reportgen.model import METRIC_FRAME_COLUMNS, same_metric
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
 
 THIS_RUN = "#2f6fb3"
@@ -121,10 +120,10 @@ def _stop_shapes(analysis: Analysis, run_id: str) -> tuple[list[dict], list[dict
 def _thresholds(analysis: Analysis, metric: str) -> list[tuple[float, str]]:
     plan = analysis.plan
     lines = []
-    if metric_matches(plan.quality.metric, metric):
+    if same_metric(plan.quality.metric, metric):
         lines.append((plan.quality.threshold, f"pass threshold {plan.quality.threshold:g}"))
     for rule in plan.stop_rules:
-        if rule.kind == "below_threshold" and metric_matches(rule.metric or plan.quality.metric, metric):
+        if rule.kind == "below_threshold" and same_metric(rule.metric or plan.quality.metric, metric):
             value = rule.threshold if rule.threshold is not None else plan.quality.threshold
             if all(value != v for v, _ in lines):
                 lines.append((value, f"{rule.id} {value:g}"))
@@ -137,9 +136,9 @@ def _order(analysis: Analysis, metrics: list[str]) -> list[str]:
     watched = [m for r in plan.stop_rules if r.kind == "non_finite" for m in (r.metrics or [])]
 
     def rank(name: str) -> tuple:
-        if metric_matches(plan.quality.metric, name):
+        if same_metric(plan.quality.metric, name):
             return (0, name)
-        if any(metric_matches(w, name) for w in watched):
+        if any(same_metric(w, name) for w in watched):
             return (1, name)
         return (2 if "eval" in name else 3, name)
 
