@@ -69,6 +69,8 @@ def test_sample_ledger_puts_the_scripts_stops_beside_reportgens(sample):
     quality = stops[("lora-r64-1", "S2-quality")]
     assert quality["source"] == "evaluated" and quality["step"] == 2000 and not quality["agrees"]
     assert "went on to step 2140" in quality["disagreement"]
+    r64 = next(r for r in sample["runs"] if r["id"] == "lora-r64-1")
+    assert r64["status"] == "stopped" and r64["status_reason"].endswith("the logs meet S2-quality earlier, at step 2000")
     resume = stops[("eval-all-1", "S4-resume")]
     assert resume["kind"] == "no_resume" and "no checkpoint" in resume["reason"]
     assert resume["evidence"] == [{"path": "runs/eval-all-1/stdout.log", "line": 2}]
@@ -355,3 +357,14 @@ def test_the_trainer_filter_note_belongs_to_the_loss_window_only(trainer):
     notes = {(w.metric, w.step): w.note for w in analysis.non_finite["hf-nan"]}
     assert "NaN filter" in notes[("loss", 20)]
     assert all(note is None or "NaN filter" not in note for (metric, _), note in notes.items() if metric != "loss")
+
+
+def test_a_resumed_run_is_listed_right_after_the_run_it_continues(tmp_path, event_log, sample_plan_data, write_plan):
+    interrupted_run(event_log, "zeta-1", ALL_STATE)
+    second = event_log("again.jsonl", run="alpha-2")
+    second.run_start(config={"run": "zeta-1"}, resumes="zeta-1", step=101)
+    second.run_end(status="completed", step=200)
+    interrupted_run(event_log, "mid-1", ALL_STATE)
+    report = prepare(tmp_path / "logs", write_plan(sample_plan_data)).report
+    assert [r["id"] for r in report["runs"]] == ["mid-1", "zeta-1", "alpha-2"]
+    assert report["runs"][1]["continued_by"] == ["alpha-2"] and report["runs"][2]["resumes"] == "zeta-1"

@@ -110,12 +110,19 @@ def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
 
     A rule whose condition held while the run went on makes a completed run `stopped`: its
     results are not approved. An interrupted run stays interrupted (the rules that fire on
-    interruption say whether it can be resumed, not how it ended).
+    interruption say whether it can be resumed, not how it ended). A run the script stopped
+    says so when the logs met a rule earlier than that.
     """
-    if logged.status not in ("completed", "unknown"):
-        return logged
     first = first_stop([s for s in stops if s.evaluated is not None])
     if first is None or first.evaluated is None:
+        return logged
+    if logged.status == "stopped":
+        logged_steps = [s.logged.step for s in stops if s.logged is not None and s.logged.step is not None]
+        if first.evaluated.step is not None and logged_steps and first.evaluated.step < min(logged_steps):
+            return RunStatus("stopped", f"{logged.reason}; the logs meet {first.rule} earlier, at step "
+                             f"{first.evaluated.step}", logged.evidence + first.evaluated.evidence)
+        return logged
+    if logged.status not in ("completed", "unknown"):
         return logged
     went_on = "; the run itself went on to its end" if logged.status == "completed" else ""
     return RunStatus("stopped", f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",

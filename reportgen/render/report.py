@@ -79,7 +79,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     tz = schedule.window.start.tzinfo
     per_run_metrics = campaign.metrics_by_run()
 
-    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in campaign.runs]
+    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in _chain_order(analysis)]
     stops = [_stop_json(stop, analysis.run_variants.get(stop.run), tz) for stop in analysis.ledger.stops]
 
     variants = [
@@ -325,6 +325,27 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         ],
         "evidence": evidence(status.evidence),
     }
+
+
+def _chain_order(analysis: Analysis) -> list[str]:
+    """Run ids in name order, each followed by the runs that resume it (R11: a continuation, not a new run)."""
+    runs = analysis.campaign.runs
+    ordered: list[str] = []
+
+    def place(run_id: str) -> None:
+        if run_id in ordered:
+            return
+        ordered.append(run_id)
+        for child in sorted(analysis.continued_by.get(run_id, [])):
+            place(child)
+
+    for run_id in sorted(runs):
+        parent = runs[run_id].resumes
+        if parent is None or parent not in runs or parent == run_id:
+            place(run_id)
+    for run_id in sorted(runs):  # a cycle of resumes has no root: keep every run anyway
+        place(run_id)
+    return ordered
 
 
 def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:
