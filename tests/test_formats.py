@@ -342,9 +342,16 @@ def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
         uuid = db.execute("select run_uuid from runs where name = 'ml-killed'").fetchone()[0]
         db.execute("update runs set name = 'ml-clean' where name = 'ml-killed'")
         db.execute("update tags set value = 'ml-clean' where key = 'mlflow.runName' and value = 'ml-killed'")
-    runs = runs_of(build_inspect(ingest(logs)))
+    inspected = build_inspect(ingest(logs))
+    runs = runs_of(inspected)
     assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
     assert {r["status"] for r in runs.values()} == {"completed", "interrupted"}
+    assert not any("R10" in p["message"] for p in inspected["problems"])  # the same parameters: a repeat
+    with sqlite3.connect(logs / "mlflow.db") as db:
+        db.execute("update params set value = '0.01' where key = 'lr' and run_uuid = ?", (uuid,))
+    problems = [p for p in build_inspect(ingest(logs))["problems"] if "R10" in p["message"]]
+    assert len(problems) == 1 and problems[0]["path"] == "mlflow.db"
+    assert f"used again by run {uuid} with different parameters" in problems[0]["message"]
 
 
 def test_a_log_naming_the_checkpoint_it_restored_links_the_runs(tmp_path):

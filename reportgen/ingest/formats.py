@@ -153,7 +153,7 @@ class _Scan:
             previous[parent] = (run, facts)
 
     def mlflow(self) -> None:
-        taken: set[str] = set()  # MLflow run names, so two MLflow runs of one name stay apart
+        taken: dict[str, dict] = {}  # MLflow run names and their parameters: two runs of one name stay apart
         for rel in self.files("sqlite"):
             reading = mlflow.read_sqlite(self.found[rel][0], rel, taken)
             if reading is not None:

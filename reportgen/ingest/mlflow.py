@@ -53,7 +53,7 @@ def _eval_event(run: str, step: int, at, evidence: Evidence, values: dict[str, f
     return [Evaluation(run, step, at, evidence, metrics)] if metrics and at is not None else []
 
 
-def read_sqlite(path: Path, rel: str, taken: set[str]) -> Reading | None:
+def read_sqlite(path: Path, rel: str, taken: dict[str, dict]) -> Reading | None:
     """Every run in an MLflow SQLite store; None when the database is not an MLflow store."""
     info = InputFile(path=rel, format=SQLITE_FORMAT)
     try:
@@ -73,7 +73,9 @@ def read_sqlite(path: Path, rel: str, taken: set[str]) -> Reading | None:
                 continue
             tags = dict(db.execute("select key, value from tags where run_uuid = ?", (uuid,)).fetchall())
             params = dict(db.execute("select key, value from params where run_uuid = ?", (uuid,)).fetchall())
-            run_id = _run_id(tags.get("mlflow.runName") or name, uuid, taken)
+            run_id, clash = _run_id(tags.get("mlflow.runName") or name, uuid, taken, params)
+            if clash:
+                info.problem(None, clash)
             evidence = Evidence(rel, None)
             mapped, reason = _status(status, end is not None)
             reading.events.append(RunFacts(
@@ -100,20 +102,28 @@ def read_sqlite(path: Path, rel: str, taken: set[str]) -> Reading | None:
         db.close()
 
 
-def _run_id(name: str | None, uuid: str, taken: set[str]) -> str:
-    """The run name; a name used by two MLflow runs gets the run's uuid added to stay unique."""
+def _run_id(name: str | None, uuid: str, taken: dict[str, dict], params: dict) -> tuple[str, str | None]:
+    """The run name, and a problem when the name was already used with other parameters (R10).
+
+    A name used by two MLflow runs gets the run's uuid added to stay unique; `taken` maps every
+    name used so far to its run's parameters.
+    """
     run_id = name or uuid
+    clash = None
     if run_id in taken:
+        if taken[run_id] != params:
+            clash = (f"MLflow run name '{run_id}' is used again by run {uuid} with different parameters: "
+                     f"a changed configuration needs a new run name (R10); shown as '{run_id}-{uuid[:8]}'")
         run_id = f"{run_id}-{uuid[:8]}"
-    taken.add(run_id)
-    return run_id
+    taken[run_id] = params
+    return run_id, clash
 
 
 def is_run_meta(head: bytes) -> bool:
     return b"run_id:" in head and b"experiment_id:" in head and b"lifecycle_stage:" in head
 
 
-def read_file_run(folder: Path, logs: Path, taken: set[str]) -> Reading:
+def read_file_run(folder: Path, logs: Path, taken: dict[str, dict]) -> Reading:
     """One run folder of the file store: meta.yaml, metrics/, params/, tags/."""
     rel_folder = folder.relative_to(logs).as_posix()
     reading = Reading()
@@ -134,7 +144,9 @@ def read_file_run(folder: Path, logs: Path, taken: set[str]) -> Reading:
     tags = values_of("tags")
     params = values_of("params")
     uuid = str(meta.get("run_id") or meta.get("run_uuid") or folder.name)
-    run_id = _run_id(tags.get("mlflow.runName") or meta.get("run_name"), uuid, taken)
+    run_id, clash = _run_id(tags.get("mlflow.runName") or meta.get("run_name"), uuid, taken, params)
+    if clash:
+        meta_info.problem(None, clash)
     status = meta.get("status")
     status = _FILE_STATUS.get(status, status) if isinstance(status, int) else status
     start, end = meta.get("start_time"), meta.get("end_time")
