@@ -76,6 +76,14 @@ def test_sample_ledger_puts_the_scripts_stops_beside_reportgens(sample):
     assert resume["evidence"] == [{"path": "runs/eval-all-1/stdout.log", "line": 2}]
 
 
+def test_sample_rules_say_which_runs_their_logs_could_not_check(sample):
+    rules = {r["id"]: r for r in sample["stop_rules"]}
+    assert set(rules["S3-truncation"]["checked"]) == {"control-1", "control-2"}  # the only runs counting cut inputs
+    assert "lora-r16-2" in rules["S3-truncation"]["not_checked"]
+    assert "control-2" in rules["S1-nonfinite"]["not_checked"]  # prediction runs log no loss
+    assert rules["S4-resume"]["not_checked"] == []
+
+
 def test_sample_resumable_interruption_is_not_a_stop_and_too_long_is_only_a_notice(sample):
     runs = {r["id"]: r for r in sample["runs"]}
     assert runs["lora-r16-1"]["status"] == "interrupted" and runs["lora-r16-1"]["stops"] == []

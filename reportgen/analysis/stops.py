@@ -105,6 +105,12 @@ class RuleReport:
     fired: list[str]
     evaluated: bool
     basis: str  # what was checked, or why it could not be
+    checked: list[str] = field(default_factory=list)  # the runs whose logs could show the condition
+
+    @property
+    def unchecked(self) -> list[str]:
+        """Runs the rule applies to whose logs cannot show its condition: no stop there proves nothing."""
+        return [r for r in self.applies_to if r not in self.checked]
 
 
 @dataclass
@@ -292,40 +298,44 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
     for rule in plan.stop_rules:
         applies = [r for r in campaign.runs if _rule_applies(rule, run_variants.get(r))]
         fired: list[str] = []
-        checked = False
+        checked: list[str] = []  # runs whose logs could show the rule's condition
         for run_id in applies:
             run = campaign.runs[run_id]
             rows = _RunRows(frames[run_id]) if run_id in frames else None
+            logged = metrics_by_run.get(run_id, [])
             firing: Firing | None = None
+            can_tell = False
             if rule.kind == "non_finite":
-                firing = _non_finite(rule, run_id, windows.get(run_id, []), metrics_by_run.get(run_id, []))
-                checked = checked or bool(metrics_by_run.get(run_id)) or run_id in windows
+                firing = _non_finite(rule, run_id, windows.get(run_id, []), logged)
+                watched = rule.metrics or logged
+                can_tell = any(same_metric(w, m) for w in watched for m in logged) or firing is not None
             elif rule.kind == "below_threshold":
                 firing = _below_threshold(rule, plan, rows)
-                metric = rule.metric or plan.quality.metric
-                checked = checked or any(same_metric(metric, m) for m in metrics_by_run.get(run_id, []))
+                can_tell = any(same_metric(rule.metric or plan.quality.metric, m) for m in logged)
             elif rule.kind == "truncation":
                 own = messages.get(run_id, [])
                 firing = _truncation(rule, run_id, rows, own)
-                checked = checked or firing is not None or any(m.kind == "too_long" for m in own) or \
-                    any(TRUNCATION_COUNTER.search(m) for m in metrics_by_run.get(run_id, []))
+                counters = [m for m in logged if (any(same_metric(c, m) for c in rule.metrics) if rule.metrics
+                                                  else TRUNCATION_COUNTER.search(m))]
+                can_tell = firing is not None or bool(counters) or any(m.kind == "too_long" for m in own)
                 for warning in sorted((m for m in own if m.kind == "too_long"), key=_message_order):
                     notices.append(Notice(run_id, rule.id, "not a truncation: " + warning.message, [warning.evidence]))
-            elif rule.kind in ("no_resume", "interrupted") and run_id in interrupted:
-                checked = True
-                if rule.kind == "interrupted":
+            elif rule.kind in ("no_resume", "interrupted"):
+                can_tell = True  # every run's status is known, if only as unknown
+                if run_id in interrupted and rule.kind == "interrupted":
                     at, evidence = interrupted[run_id]
                     firing = Firing(run.last_step, at, "the run did not reach its end", evidence)
-                else:
+                elif run_id in interrupted:
                     firing, notice = _no_resume(plan, run, campaign.runs, checkpoints, interrupted[run_id])
                     if notice:
                         notices.append(Notice(run_id, rule.id, notice))
-            elif rule.kind in ("no_resume", "interrupted"):
-                checked = checked or run_id in campaign.runs
+            if can_tell:
+                checked.append(run_id)
             if firing is not None:
                 evaluated[(run_id, rule.id)] = firing
                 fired.append(run_id)
-        reports.append(RuleReport(rule, applies, fired, rule.kind in EVALUATED_KINDS and checked, _basis(rule, plan, checked)))
+        evaluable = rule.kind in EVALUATED_KINDS and bool(checked)
+        reports.append(RuleReport(rule, applies, fired, evaluable, _basis(rule, plan, bool(checked)), checked))
 
     stops = _merge(plan, campaign, evaluated)
     return Ledger(stops, reports, notices)
@@ -336,7 +346,7 @@ def _basis(rule: StopRule, plan: Plan, checked: bool) -> str:
         return "rules of kind 'other' are not evaluated from the logs; only stops the scripts logged are shown"
     if rule.kind == "non_finite":
         watched = ", ".join(rule.metrics) if rule.metrics else "every logged metric"
-        return f"watched: {watched}" if checked else "no run logged any metric: not evaluated"
+        return f"watched: {watched}" if checked else "no run logged a watched metric: not evaluated"
     if rule.kind == "below_threshold":
         metric = rule.metric or plan.quality.metric
         threshold = rule.threshold if rule.threshold is not None else plan.quality.threshold

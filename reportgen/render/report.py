@@ -191,6 +191,8 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "evaluated": r.evaluated,
                 "basis": r.basis,
                 "applies_to": r.applies_to,
+                "checked": r.checked,
+                "not_checked": r.unchecked,
                 "fired": r.fired,
             }
             for r in analysis.ledger.rules
