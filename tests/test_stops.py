@@ -376,3 +376,12 @@ def test_a_resumed_run_is_listed_right_after_the_run_it_continues(tmp_path, even
     report = prepare(tmp_path / "logs", write_plan(sample_plan_data)).report
     assert [r["id"] for r in report["runs"]] == ["mid-1", "zeta-1", "alpha-2"]
     assert report["runs"][1]["continued_by"] == ["alpha-2"] and report["runs"][2]["resumes"] == "zeta-1"
+
+
+def test_a_non_finite_loss_only_a_text_log_reports_still_stops_the_run(sample_plan_data, tmp_path):
+    (tmp_path / "logs" / "run-7").mkdir(parents=True)
+    (tmp_path / "logs" / "run-7" / "train.log").write_text("step 120/500\nWARNING: loss is nan, skipping batch\n")
+    plan = rules_plan(sample_plan_data, {"id": "NF", "kind": "non_finite", "description": "any metric"})
+    _, stops = ledger(plan, tmp_path / "logs")
+    assert stops[("run-7", "NF")].step == 120
+    assert stops[("run-7", "NF")].evidence[0].line == 2

@@ -161,9 +161,9 @@ def _message_order(message: LogMessage) -> tuple:
     return (message.step is None, message.step or 0, message.evidence)
 
 
-def _non_finite(rule: StopRule, run: str, windows: list[NonFinite], metrics: list[str]) -> Firing | None:
-    watched = rule.metrics or metrics
-    hits = [w for w in windows if any(same_metric(m, w.metric) for m in watched)]
+def _non_finite(rule: StopRule, windows: list[NonFinite]) -> Firing | None:
+    """Every metric is watched unless the rule names some (text logs can report one no file logs)."""
+    hits = [w for w in windows if rule.metrics is None or any(same_metric(m, w.metric) for m in rule.metrics)]
     if not hits:
         return None
     first = min(hits, key=lambda w: (w.step is None, w.step or 0, w.evidence))
@@ -198,7 +198,7 @@ def _below_threshold(rule: StopRule, plan: Plan, rows: _RunRows | None) -> Firin
     return None
 
 
-def _truncation(rule: StopRule, run: str, rows: _RunRows | None, messages: list[LogMessage]) -> Firing | None:
+def _truncation(rule: StopRule, rows: _RunRows | None, messages: list[LogMessage]) -> Firing | None:
     candidates: list[Firing] = []
     if rows is not None:
         columns = [c for c in rows.frame.columns if c not in METRIC_FRAME_COLUMNS]
@@ -306,7 +306,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
             firing: Firing | None = None
             can_tell = False
             if rule.kind == "non_finite":
-                firing = _non_finite(rule, run_id, windows.get(run_id, []), logged)
+                firing = _non_finite(rule, windows.get(run_id, []))
                 watched = rule.metrics or logged
                 can_tell = any(same_metric(w, m) for w in watched for m in logged) or firing is not None
             elif rule.kind == "below_threshold":
@@ -314,7 +314,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
                 can_tell = any(same_metric(rule.metric or plan.quality.metric, m) for m in logged)
             elif rule.kind == "truncation":
                 own = messages.get(run_id, [])
-                firing = _truncation(rule, run_id, rows, own)
+                firing = _truncation(rule, rows, own)
                 counters = [m for m in logged if (any(same_metric(c, m) for c in rule.metrics) if rule.metrics
                                                   else TRUNCATION_COUNTER.search(m))]
                 can_tell = firing is not None or bool(counters) or any(m.kind == "too_long" for m in own)
