@@ -52,7 +52,7 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
         text=built.plan.text,
         frozen_text=built.frozen.plan.text if built.frozen else None,
     )
-    sources = excerpts(logs, cited_lines(built.report))
+    sources = excerpts(logs, cited_lines(built.report), campaign=built.analysis.campaign)
     writer = SiteWriter(out)
     try:
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -24,6 +26,19 @@ def tree_digest(root: Path) -> dict[str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+def broken_links(site: Path) -> list[tuple[str, str]]:
+    """Every (page, link) of a built site (href or src) whose file or #fragment does not exist."""
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        for href in re.findall(r'(?:href|src)="([^"]+)"', page.read_text(encoding="utf-8")):
+            path, _, fragment = href.partition("#")
+            target = (page.parent / unquote(path)).resolve() if path else page
+            if not target.is_file() or (fragment and target.suffix == ".html"
+                                        and f'id="{fragment}"' not in target.read_text(encoding="utf-8")):
+                broken.append((page.relative_to(site).as_posix(), href))
+    return broken
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -23,6 +24,9 @@ from reportgen.cli import cli
 from reportgen.ingest import ingest, tensorboard, textlog
 from reportgen.ingest.torchfile import Opaque, scan
 from reportgen.render.inspect import build_inspect
+from reportgen.render.site import anchor
+
+from conftest import broken_links
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 
@@ -265,6 +269,12 @@ def test_build_with_a_plan_mapping_the_runs_writes_the_site(tmp_path, sample_pla
     assert control["verdict"] == "passed" and math.isfinite(control["value"])
     pages = {p.name for p in (tmp_path / "site").rglob("*.html")}
     assert {"index.html", "runs.html", "inputs.html"} <= pages
+    # Every cited line opens, also in binary files: a TensorBoard record is shown as it was read.
+    assert broken_links(tmp_path / "site") == []
+    record = next(s for s in report["stops"] if s["run"] == "hf-nan" and any(".tfevents." in e["path"] for e in s["evidence"]))
+    cited = next(e for e in record["evidence"] if ".tfevents." in e["path"])
+    page = (tmp_path / "site" / "evidence" / f"{anchor(cited['path'])}.html").read_text()
+    assert re.search(r'id="L%d" class="line cited"><span class="ln">%d</span>step 15: train/grad_norm = NaN' % (cited["line"], cited["line"]), page)
 
 
 def test_records_written_by_torch_pass_the_crc_check():

@@ -255,20 +255,56 @@ def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
         run.config, run.config_id = merged, config_id(merged)
 
 
+def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
+    """Each cited record of a binary file as reportgen read it: its step and values, or why it was skipped."""
+    frame = campaign.metrics
+    rows = frame[(frame["path"] == rel) & frame["line"].isin(wanted)] if len(frame) else frame
+    names = campaign.metric_names()
+    problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
+    out = []
+    for number in wanted:
+        texts = []
+        for _, row in rows[rows["line"] == number].iterrows():
+            values = ", ".join(f"{name} = {_shown(row[name])}" for name in names if not pd.isna(row[name]) or _is_nan(row[name]))
+            step = "" if pd.isna(row["step"]) else f"step {int(row['step'])}: "
+            texts.append(f"{step}{values}")
+        if number in problems:
+            texts.append(f"not read: {problems[number]}")
+        out.append(Excerpt(number, ("; ".join(texts) or "(cited record)",), frozenset([number]), unit="record"))
+    return out
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _shown(value: float) -> str:
+    if _is_nan(value):
+        return "NaN"
+    return f"{value:.6g}" if abs(value) != float("inf") else ("Infinity" if value > 0 else "-Infinity")
+
+
 @dataclass(frozen=True)
 class Excerpt:
-    """Lines of one input file around cited lines, for the site's evidence pages."""
+    """Lines of one input file around cited lines, for the site's evidence pages; for a binary
+    file (TensorBoard events), one cited record as reportgen read it."""
 
     first_line: int
     lines: tuple[str, ...]
     cited: frozenset[int]
+    unit: str = "line"  # "line" | "record"
 
 
 MAX_EXCERPT_LINE = 400
 
 
-def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[str, list[Excerpt]]:
-    """The cited lines of each file with `context` lines around them (reads only what it needs)."""
+def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
+             campaign: Campaign | None = None) -> dict[str, list[Excerpt]]:
+    """The cited lines of each file with `context` lines around them (reads only what it needs).
+
+    A binary file's "lines" are records (TensorBoard events): each cited record is shown as
+    what reportgen read from it, from `campaign`, since its bytes are not text.
+    """
     out: dict[str, list[Excerpt]] = {}
     root = logs.resolve()
     for rel, lines in sorted(cited.items()):
@@ -277,7 +313,9 @@ def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2) -> dict[s
         if not wanted or not path.is_file() or not path.resolve().is_relative_to(root):
             continue
         with path.open("rb") as handle:
-            if b"\x00" in handle.read(8192):  # a binary file (TensorBoard, SQLite): its "lines" are records
+            if b"\x00" in handle.read(8192):
+                if campaign is not None:
+                    out[rel] = _records(rel, wanted, campaign)
                 continue
         ranges: list[list[int]] = []
         for n in wanted:
