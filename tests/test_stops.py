@@ -132,6 +132,7 @@ def test_trainer_overflow_stops_at_the_first_affected_step_with_evidence(trainer
     assert '"grad_norm": NaN,' in entry and '"step": 15' in entry  # the cited log entry
     # Watching the loss alone, the Trainer's filtered window (loss 0.0, grad_norm NaN) still counts.
     assert stops[("hf-nan", "S1-loss")].step == 20
+    assert "not watched by this rule: grad_norm, train/grad_norm already not finite from step 15" in stops[("hf-nan", "S1-loss")].reason
     assert analysis.statuses["hf-nan"].status == "stopped"
     assert "went on to its end" in analysis.statuses["hf-nan"].reason
 

@@ -172,6 +172,11 @@ def _non_finite(rule: StopRule, windows: list[NonFinite]) -> Firing | None:
     reason = f"{', '.join(same)} not finite {where}"
     if first.note:
         reason += f" — {first.note}"
+    earlier = sorted({w.metric for w in windows if w not in hits and w.step is not None and first.step is not None
+                      and w.step < first.step})
+    if earlier:  # context, not a cause: the rule watches other metrics
+        since = min(w.step for w in windows if w.metric in earlier and w.step is not None)
+        reason += f" (not watched by this rule: {', '.join(earlier)} already not finite from step {since})"
     evidence = sorted({e for w in hits if w.step == first.step for e in w.evidence})
     return Firing(first.step, first.at, reason, evidence)
 
