@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -403,6 +404,14 @@ def _number(record: dict, key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _duration(record: dict, key: str = "seconds") -> float | None:
+    """A duration in seconds: a finite number, 0 or more (a NaN or negative time is a damaged record)."""
+    value = _number(record, key)
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise _BadRecord(f"'{key}' must be a duration in seconds (a finite number, 0 or more), got {record[key]!r}")
+    return value
+
+
 def _numeric_metrics(record: dict, line: int, info: InputFile) -> dict[str, float]:
     metrics = record.get("metrics")
     if not isinstance(metrics, dict):
@@ -433,7 +442,7 @@ def _event(record: dict, line: int, info: InputFile):
         metrics = _numeric_metrics(record, line, info)
         if kind == "metric":
             return {"line": line, "run": run, "kind": kind, "step": step, "ts": at, **metrics}
-        return Evaluation(run=run, step=step, at=at, evidence=evidence, metrics=metrics, seconds=_number(record, "seconds"))
+        return Evaluation(run=run, step=step, at=at, evidence=evidence, metrics=metrics, seconds=_duration(record))
     if kind in ("run_start", "run_end"):
         config = _opt(record, "config", (dict,), "an object")
         return RunEvent(
@@ -449,6 +458,8 @@ def _event(record: dict, line: int, info: InputFile):
         )
     if kind.startswith("checkpoint_"):
         size = _opt(record, "bytes", (int,), "an integer")
+        if size is not None and size < 0:
+            raise _BadRecord(f"'bytes' must be 0 or more, got {size}")
         state = _opt(record, "state", (list,), "a list of names")
         return CheckpointOp(
             run=run,
@@ -457,7 +468,7 @@ def _event(record: dict, line: int, info: InputFile):
             evidence=evidence,
             path=_opt(record, "path", (str,), "a string"),
             step=step,
-            seconds=_number(record, "seconds"),
+            seconds=_duration(record),
             bytes=size,
             state=[str(part) for part in state] if state is not None else None,
             destination=_opt(record, "destination", (str,), "a string"),
@@ -472,7 +483,7 @@ def _event(record: dict, line: int, info: InputFile):
             evidence=evidence,
             path=_opt(record, "path", (str,), "a string"),
             ok=ok,
-            seconds=_number(record, "seconds"),
+            seconds=_duration(record),
             new_process=_opt(record, "new_process", (bool,), "true or false"),
             message=_opt(record, "message", (str,), "a string"),
         )
