@@ -179,7 +179,8 @@ class Checkpoint:
     """A checkpoint found on disk, with the parts of the training state it holds (R11, R12).
 
     `resume_state` maps model, optimizer, scheduler, scaler, rng, data_position and progress to
-    True (saved), False (missing) or None (this format cannot tell).
+    True (saved), False (missing) or None (this format cannot tell); `resume_basis` says, for
+    each part, what decided it (the file or key present or absent).
     """
 
     run: str
@@ -189,6 +190,8 @@ class Checkpoint:
     step: int | None
     resume_state: dict[str, bool | None]
     parts: list[str] = field(default_factory=list)
+    resume_basis: dict[str, str] = field(default_factory=dict)
+    final: bool = False  # the model saved at the end of training, not a checkpoint taken during it
 
 
 # Text-log findings that end a run before its end.

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
 from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
+from reportgen.analysis.interval import SaveInterval, save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
 from reportgen.analysis.schedule import ScheduleReport, reconcile
@@ -37,6 +38,7 @@ class Analysis:
     continued_by: dict[str, list[str]]
     checkpoints: dict[str, list[RunCheckpoint]]
     non_finite: dict[str, list[NonFinite]]
+    interval: SaveInterval
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -79,6 +81,16 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
     ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, checkpoints)
     statuses = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
     results = variant_results(plan, campaign, run_variants, statuses)
+    run_times = {run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()}
+    saves = [op for op in campaign.checkpoint_ops if op.op == "save" and op.seconds is not None]
+    measured = [t.gpu_hours for t in run_times.values() if t.gpu_hours is not None]
+    interval = save_interval(
+        [op.seconds for op in saves if op.seconds is not None], [op.evidence for op in saves],
+        interruptions=sum(1 for s in statuses.values() if s.status == "interrupted"),
+        gpu_hours=sum(measured) if measured else None,
+        assumed_mtbi_hours=plan.checkpoints.mean_hours_between_interruptions,
+        planned_minutes=plan.checkpoints.interval_minutes,
+    )
     return Analysis(
         plan=plan,
         campaign=campaign,
@@ -86,10 +98,11 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
         run_variants=run_variants,
         statuses=statuses,
         ledger=ledger,
-        run_times={run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()},
+        run_times=run_times,
         continued_by=continuations(campaign),
         checkpoints=checkpoints,
         non_finite=windows,
+        interval=interval,
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

@@ -2,7 +2,9 @@
 
 A checkpoint is known from what is on disk (a Trainer `checkpoint-N/` folder, a Lightning
 `.ckpt`) and from what the training script logged when it saved (`checkpoint_save` with its
-`state`). The two describe the same checkpoint when they name the same run and step.
+`state`). The two describe the same checkpoint when they name the same run and step. Saves,
+transfers, restores and reload tests are attached by path: a restore is often logged by the run
+that resumes, under the path the saving run wrote.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 
-from reportgen.model import Campaign, Evidence, ReloadTest
+from reportgen.model import Campaign, CheckpointOp, Evidence, ReloadTest
 
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
 
 @dataclass
 class RunCheckpoint:
-    """One checkpoint of a run: what it holds, where it was seen, and its reload tests."""
+    """One checkpoint of a run: what it holds and how that was decided, its operations and reload tests."""
 
     run: str
     step: int | None
@@ -28,6 +30,11 @@ class RunCheckpoint:
     resume_state: dict[str, bool | None]
     evidence: list[Evidence] = field(default_factory=list)
     reload_tests: list[ReloadTest] = field(default_factory=list)
+    resume_basis: dict[str, str] = field(default_factory=dict)
+    saves: list[CheckpointOp] = field(default_factory=list)
+    transfers: list[CheckpointOp] = field(default_factory=list)
+    restores: list[CheckpointOp] = field(default_factory=list)
+    final: bool = False  # the model saved at the end of training (weights only, as a rule)
 
     def lacking(self, required: Sequence[str]) -> list[str]:
         """Required parts the checkpoint is known not to hold."""
@@ -47,6 +54,17 @@ class RunCheckpoint:
             return False
         return None if self.unknown(required) else True
 
+    def seconds(self, op: str) -> float | None:
+        """Measured seconds of one kind of operation on this checkpoint (summed), or None when none was timed."""
+        ops = {"save": self.saves, "transfer": self.transfers, "restore": self.restores}[op]
+        timed = [o.seconds for o in ops if o.seconds is not None]
+        return sum(timed) if timed else None
+
+    def transferred_by(self, deadline: datetime) -> CheckpointOp | None:
+        """The first transfer off the machine recorded before `deadline` (the lot's end), if any."""
+        done = [t for t in self.transfers if t.at <= deadline]
+        return min(done, key=lambda t: (t.at, t.evidence)) if done else None
+
 
 def same_path(a: str, b: str) -> bool:
     """Whether two spellings name one checkpoint: equal, or the same last two path parts
@@ -57,38 +75,71 @@ def same_path(a: str, b: str) -> bool:
     return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
 
 
+def _merge_state(item: RunCheckpoint, state: dict[str, bool | None], basis: dict[str, str], prefer_true: bool) -> None:
+    """Fill what is unknown; with `prefer_true`, a part held by either source counts (two files of one step)."""
+    for part, held in state.items():
+        current = item.resume_state.get(part)
+        if current is None or (prefer_true and held is True and current is not True):
+            item.resume_state[part] = held
+            if part in basis:
+                item.resume_basis[part] = basis[part]
+
+
+def _save_basis(op: CheckpointOp) -> tuple[dict[str, bool | None], dict[str, str]]:
+    where = f"{op.evidence.path}:{op.evidence.line}" if op.evidence.line else op.evidence.path
+    if op.state is None:
+        return {p: None for p in PARTS}, {p: f"the save logged at {where} lists no state" for p in PARTS}
+    state = {p: p in op.state for p in PARTS}
+    basis = {p: (f"listed in the state of the save logged at {where}" if held else
+                 f"not in the state of the save logged at {where}") for p, held in state.items()}
+    return state, basis
+
+
 def run_checkpoints(campaign: Campaign) -> dict[str, list[RunCheckpoint]]:
-    """Per run, its checkpoints in step order: disk and logged saves merged by step."""
+    """Per run, its checkpoints in step order: disk and logged saves merged by step, operations attached."""
     out: dict[str, dict[int | str, RunCheckpoint]] = {}
     for found in campaign.checkpoints:
-        key: int | str = found.step if found.step is not None else found.path
+        # The final model shares its step with the last checkpoint but not its contents: kept apart.
+        key: int | str = found.step if found.step is not None and not found.final else found.path
         item = out.setdefault(found.run, {}).get(key)
         if item is None:
-            out[found.run][key] = RunCheckpoint(found.run, found.step, found.path, None, dict(found.resume_state), [found.evidence])
+            out[found.run][key] = RunCheckpoint(found.run, found.step, found.path, None, dict(found.resume_state),
+                                                [found.evidence], resume_basis=dict(found.resume_basis), final=found.final)
         else:  # two files of one step (Lightning's epoch=…-step=N.ckpt and last.ckpt): a part held by either counts
-            for part, held in found.resume_state.items():
-                if held is True or item.resume_state.get(part) is None:
-                    item.resume_state[part] = held
+            _merge_state(item, found.resume_state, found.resume_basis, prefer_true=True)
             item.evidence.append(found.evidence)
     for op in campaign.checkpoint_ops:
         if op.op != "save":
             continue
         key = op.step if op.step is not None else (op.path or "")
-        state = {p: (p in op.state) if op.state is not None else None for p in PARTS}
+        state, basis = _save_basis(op)
         item = out.setdefault(op.run, {}).get(key)
         if item is None:
-            out[op.run][key] = RunCheckpoint(op.run, op.step, op.path or "", op.at, state, [op.evidence])
+            item = out[op.run][key] = RunCheckpoint(op.run, op.step, op.path or "", op.at, state, [op.evidence],
+                                                    resume_basis=basis)
         else:
             item.at = item.at or op.at
-            for part, held in state.items():
-                if item.resume_state.get(part) is None:
-                    item.resume_state[part] = held
+            _merge_state(item, state, basis, prefer_true=False)
             item.evidence.append(op.evidence)
+        item.saves.append(op)
+    every = [c for items in out.values() for c in items.values()]
+    for op in campaign.checkpoint_ops:
+        if op.op in ("transfer", "restore") and op.path:
+            target = _find(op.path, op.run, every)
+            if target is not None:
+                (target.transfers if op.op == "transfer" else target.restores).append(op)
     result: dict[str, list[RunCheckpoint]] = {}
     for run, items in out.items():
-        ordered = sorted(items.values(), key=lambda c: (c.step is None, c.step or 0, c.path))
+        ordered = sorted(items.values(), key=lambda c: (c.step is None, c.step or 0, c.final, c.path))
         for check in ordered:
             check.reload_tests = [t for t in campaign.reload_tests if t.path and same_path(t.path, check.path)]
             check.evidence.sort()
         result[run] = ordered
     return result
+
+
+def _find(path: str, run: str, checkpoints: list[RunCheckpoint]) -> RunCheckpoint | None:
+    """The checkpoint a logged path names: the run's own first, then any run's (a restore by the resuming run)."""
+    named = [c for c in checkpoints if c.path and same_path(path, c.path)]
+    own = [c for c in named if c.run == run]
+    return (own or named or [None])[0]

@@ -235,7 +235,8 @@ def _resume_candidates(run: Run, runs: dict[str, Run], checkpoints: dict[str, li
     current: Run | None = run
     while current is not None and current.id not in seen:
         seen.add(current.id)
-        found.extend(c for c in checkpoints.get(current.id, []) if run.last_step is None or c.step is None or c.step <= run.last_step)
+        found.extend(c for c in checkpoints.get(current.id, [])
+                     if not c.final and (run.last_step is None or c.step is None or c.step <= run.last_step))
         current = runs.get(current.resumes) if current.resumes else None
     return found
 

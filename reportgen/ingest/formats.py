@@ -270,6 +270,7 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
     final = prefix + hf.STATE if prefix + hf.STATE in found else None
     latest = next((f"{c.path}/{hf.STATE}" for c in reversed(found_checkpoints) if hf.STATE in set(c.parts)), None)
     main_state = final or latest
+    final_step: int | None = None
     config: dict = {}
     for rel in sorted(members):
         kind = kinds.get(rel)
@@ -282,6 +283,8 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
                 facts = hf.state_facts(run, rel, parsed, {PurePosixPath(c.path).name: c.path for c in found_checkpoints})
                 if final is None:
                     facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
+                else:
+                    final_step = facts.last_step
                 reading.events.append(facts)
             done(rel)
         elif kind == "hf-adapter" and rel == prefix + "adapter_config.json":
@@ -289,6 +292,10 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
             reading.inputs.append(info)
             config.update(adapter)
             done(rel)
+    top = {rel[len(prefix):] for rel in members if "/" not in rel[len(prefix):]}
+    saved = hf.final_model(folder, run, top, final_step)
+    if saved is not None:
+        reading.events.append(saved)
     if main_state is None:
         reading.events.append(RunFacts(run=run, format=hf.FORMAT, evidence=Evidence(folder), status="interrupted",
                                        reason="checkpoint folders but no trainer_state.json anywhere"))

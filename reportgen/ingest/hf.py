@@ -171,24 +171,49 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
     return facts
 
 
+def _resume_state(names: set[str]) -> tuple[dict[str, bool | None], dict[str, str]]:
+    """The parts of the training state a Trainer folder holds, judged by its files, and what decided each."""
+    has_state = STATE in names
+    files = {
+        "model": [n for n in sorted(names) if n in WEIGHTS],
+        "optimizer": [n for n in sorted(names) if n in PARTS["optimizer"]],
+        "scheduler": [n for n in sorted(names) if n in PARTS["scheduler"]],
+        "scaler": [n for n in sorted(names) if n in PARTS["scaler"]],
+        "rng": [n for n in sorted(names) if RNG.match(n)],
+    }
+    expected = {"model": "adapter_model.* or model.* weights", "optimizer": "optimizer.pt", "scheduler": "scheduler.pt",
+                "scaler": "scaler.pt (written only with fp16 AMP)", "rng": "rng_state*.pth"}
+    state: dict[str, bool | None] = {part: bool(found) for part, found in files.items()}
+    basis = {part: (", ".join(found) + " present") if found else f"no {expected[part]}" for part, found in files.items()}
+    # The Trainer finds its place in the data from global_step and epoch in trainer_state.json.
+    for part in ("data_position", "progress"):
+        state[part] = has_state
+        basis[part] = (f"{STATE} present: the Trainer skips to its global_step on resume" if has_state
+                       else f"no {STATE}")
+    return state, basis
+
+
 def checkpoint(folder: Path, rel_folder: str, run: str, names: set[str]) -> Checkpoint:
     """What a checkpoint-N/ folder holds, judged by the files present (nothing is loaded)."""
     step = int(CHECKPOINT_DIR.match(folder.name).group(1))
-    has_state = STATE in names
-    state = {
-        "model": any(n in names for n in WEIGHTS),
-        "optimizer": any(n in names for n in PARTS["optimizer"]),
-        "scheduler": any(n in names for n in PARTS["scheduler"]),
-        "scaler": any(n in names for n in PARTS["scaler"]),
-        "rng": any(RNG.match(n) for n in names),
-        # The Trainer finds its place in the data from global_step and epoch in trainer_state.json.
-        "data_position": has_state,
-        "progress": has_state,
-    }
-    parts = sorted(n for n in names)
-    evidence = Evidence(f"{rel_folder}/{STATE}" if has_state else rel_folder)
+    state, basis = _resume_state(names)
+    evidence = Evidence(f"{rel_folder}/{STATE}" if STATE in names else rel_folder)
     return Checkpoint(run=run, path=rel_folder, format=FORMAT, evidence=evidence, step=step,
-                      resume_state=state, parts=parts)
+                      resume_state=state, parts=sorted(names), resume_basis=basis)
+
+
+def final_model(rel_folder: str, run: str, names: set[str], step: int | None) -> Checkpoint | None:
+    """The model saved in the output folder at the end of training (save_model), if its weights are there.
+
+    It is listed with the checkpoints because it is what a user would reload; without the
+    optimizer and scheduler it usually cannot resume training (R11).
+    """
+    if not any(n in WEIGHTS for n in names):
+        return None
+    state, basis = _resume_state(names)
+    weights = next(n for n in sorted(names) if n in WEIGHTS)
+    return Checkpoint(run=run, path=rel_folder or ".", format=FORMAT, evidence=Evidence(f"{rel_folder}/{weights}".lstrip("/")),
+                      step=step, resume_state=state, parts=sorted(names), resume_basis=basis, final=True)
 
 
 def read_adapter(path: Path, rel: str) -> tuple[InputFile, dict]:

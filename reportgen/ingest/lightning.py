@@ -110,21 +110,34 @@ def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoi
     batch = fit.get("epoch_loop.batch_progress") if isinstance(fit.get("epoch_loop.batch_progress"), dict) else {}
     loader_state = isinstance(fit.get("state_dict"), dict) and "combined_loader" in fit["state_dict"]
     step = data.get("global_step") if isinstance(data.get("global_step"), int) else None
-    state = {
+    scaler_keys = [k for k in ("native_amp_scaling_state", "amp_scaling_state", "MixedPrecision") if k in data]
+    rng_keys = sorted(str(k) for k in data if "rng" in str(k).lower())
+    state: dict[str, bool | None] = {
         "model": isinstance(data.get("state_dict"), (dict, Opaque)),
         "optimizer": bool(data.get("optimizer_states")),
         "scheduler": bool(data.get("lr_schedulers")),
-        "scaler": any(k in data for k in ("native_amp_scaling_state", "amp_scaling_state", "MixedPrecision")),
+        "scaler": bool(scaler_keys),
         # Lightning restores RNG state only when a callback or the user saves it.
-        "rng": any("rng" in str(k).lower() for k in data),
+        "rng": bool(rng_keys),
         # Mid-epoch, the data position comes back only with a stateful data loader.
         "data_position": bool(batch) and (batch.get("is_last_batch") is True or loader_state),
         "progress": bool(fit) and step is not None,
     }
+    basis = {
+        "model": "key state_dict" if state["model"] else "no state_dict key",
+        "optimizer": "key optimizer_states" if state["optimizer"] else "optimizer_states absent or empty",
+        "scheduler": "key lr_schedulers" if state["scheduler"] else "lr_schedulers absent or empty",
+        "scaler": f"key {scaler_keys[0]}" if scaler_keys else "no AMP scaler state (none is written without AMP)",
+        "rng": f"key {rng_keys[0]}" if rng_keys else "no RNG key: Lightning saves RNG state only through a callback",
+        "data_position": ("saved at the end of an epoch" if batch.get("is_last_batch") is True else
+                          "the data loader's state is saved" if loader_state else
+                          "saved mid-epoch without the data loader's state" if batch else "no loop progress"),
+        "progress": f"global_step {step} and the fit loop's state" if state["progress"] else "no fit loop state or global_step",
+    }
     parts = sorted(str(k) for k in data)
     hparams = data.get("hyper_parameters") if isinstance(data.get("hyper_parameters"), dict) else {}
     check = Checkpoint(run=run, path=rel, format=FORMAT, evidence=Evidence(rel), step=step,
-                       resume_state=state, parts=parts)
+                       resume_state=state, parts=parts, resume_basis=basis)
     plain = {k: v for k, v in hparams.items() if isinstance(v, (int, float, str, bool)) or v is None}
     return info, check, plain
 

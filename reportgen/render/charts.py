@@ -104,3 +104,46 @@ def schedule_gantt(schedule: dict) -> dict:
         ],
     )
     return _to_dict(fig)
+
+
+def interval_chart(interval: dict) -> dict | None:
+    """Expected overhead against the save interval (R12): time spent saving (C/tau) plus work lost to
+    interruptions (tau/2M), with Young's and Daly's optimum and the plan's interval marked."""
+    cost, mtbi_h = interval["save_cost_s"], interval["mean_hours_between_interruptions"]
+    values = (cost, mtbi_h, interval["young_s"], interval["daly_s"])
+    if any(v is None or not v > 0 for v in values):  # nothing to draw (report.json rounds to milliseconds)
+        return None
+    mtbi = mtbi_h * 3600.0
+    marks = [(interval["young_s"], "Young"), (interval["daly_s"], "Daly")]
+    if interval["planned_minutes"]:
+        marks.append((interval["planned_minutes"] * 60.0, "plan"))
+    top = max(v for v, _ in marks) * 3.0
+    xs = [top * (i + 1) / 200.0 for i in range(200)]
+    saving = [100.0 * cost / x for x in xs]
+    lost = [100.0 * x / (2.0 * mtbi) for x in xs]
+    minutes = [round(x / 60.0, 3) for x in xs]
+    traces = [
+        go.Scatter(x=minutes, y=[round(v, 4) for v in saving], name="saving (C / interval)", mode="lines",
+                   line={"color": COLORS["planned"], "dash": "dot"}),
+        go.Scatter(x=minutes, y=[round(v, 4) for v in lost], name="work lost (interval / 2M)", mode="lines",
+                   line={"color": COLORS["open"], "dash": "dot"}),
+        go.Scatter(x=minutes, y=[round(a + b, 4) for a, b in zip(saving, lost)], name="expected overhead", mode="lines",
+                   line={"color": COLORS["actual"], "width": 2.5}),
+    ]
+    fig = go.Figure(traces)
+    shapes, notes = [], []
+    for index, (value, label) in enumerate(marks):
+        total = 100.0 * (cost / value + value / (2.0 * mtbi))
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value / 60.0, "x1": value / 60.0, "y0": 0, "y1": 1,
+                       "line": {"color": "#5f6b7a", "width": 1, "dash": "dash" if label == "plan" else "solid"}})
+        notes.append({"x": value / 60.0, "y": 1 - 0.1 * index, "xref": "x", "yref": "paper", "showarrow": False,
+                      "xanchor": "left", "yanchor": "top", "font": {"size": 11},
+                      "text": f"{label}: {value / 60.0:.1f} min, {total:.2f}%"})
+    fig.update_layout(
+        height=340, margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        xaxis={"title": "minutes between saves"},
+        # The curve's interesting part is its minimum: show up to three times the lowest overhead.
+        yaxis={"title": "% of GPU time", "range": [0, 3.0 * min(a + b for a, b in zip(saving, lost))]},
+        legend={"orientation": "h", "y": 1.12}, shapes=shapes, annotations=notes,
+    )
+    return _to_dict(fig)

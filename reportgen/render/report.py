@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
+from reportgen.analysis.checkpoints import RunCheckpoint
 from reportgen.analysis.stops import Stop
 from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
@@ -220,7 +221,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "steps": steps,
         },
         "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
-        "checkpoints": {"items": [], "recommended_interval_minutes": None, "interval_basis": None},
+        "checkpoints": _checkpoints_json(analysis, tz),
         "deliverables": [],
         "costs": {
             "currency": plan.order.currency,
@@ -326,6 +327,101 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
             for c in analysis.checkpoints.get(run_id, [])
         ],
         "evidence": evidence(status.evidence),
+    }
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _location(check: RunCheckpoint, deadline: datetime, tz: tzinfo) -> dict:
+    """Where the checkpoint is (R12): copied off the rented machine before the lot's end, or not."""
+    done = check.transferred_by(deadline)
+    if done is not None:
+        return {"status": "transferred", "at": iso(done.at, tz), "destination": done.destination,
+                "evidence": evidence([done.evidence])}
+    if check.transfers:
+        late = min(check.transfers, key=lambda t: (t.at, t.evidence))
+        return {"status": "transferred_after_lot_end", "at": iso(late.at, tz), "destination": late.destination,
+                "evidence": evidence([late.evidence])}
+    on_disk = [e for e in check.evidence if not any(e == op.evidence for op in check.saves)]
+    if on_disk:
+        return {"status": "copy_in_logs", "at": None, "destination": None, "evidence": evidence(on_disk[:1])}
+    return {"status": "not_transferred", "at": None, "destination": None, "evidence": evidence(check.evidence)}
+
+
+def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
+    """checkpoints: every checkpoint with its costs, reload tests, resume state and location; the save interval."""
+    required = list(analysis.plan.checkpoints.required_state)
+    deadline = analysis.schedule.window.end
+    items = []
+    for run_id in _chain_order(analysis):
+        for check in analysis.checkpoints.get(run_id, []):
+            tests = check.reload_tests
+            items.append({
+                "run": run_id,
+                "step": check.step,
+                "path": check.path,
+                "at": iso(check.at, tz),
+                "save_s": _seconds(check.seconds("save")),
+                "transfer_s": _seconds(check.seconds("transfer")),
+                "restore_s": _seconds(check.seconds("restore")),
+                "bytes": next((op.bytes for op in check.saves if op.bytes is not None), None),
+                "reload_tested": bool(tests),
+                "reload_ok": (all(t.ok for t in tests) if tests else None),
+                "reload_new_process": (any(t.new_process for t in tests) if tests else None),
+                "resume_state": check.resume_state,
+                "resume_basis": check.resume_basis,
+                "resumable": check.resumable(required),
+                "lacking": check.lacking(required),
+                "unknown": check.unknown(required),
+                "location": _location(check, deadline, tz),
+                "evidence": evidence(check.evidence + [t.evidence for t in tests]),
+            })
+    calendar = []
+    for run_id in _chain_order(analysis):
+        ops = [op for op in analysis.campaign.checkpoint_ops if op.run == run_id and op.seconds is not None]
+        tests = [t for t in analysis.campaign.reload_tests if t.run == run_id and t.seconds is not None]
+        if not ops and not tests:
+            continue
+        row = {op: round(sum(o.seconds or 0.0 for o in ops if o.op == op) / 3600.0, 4) if any(o.op == op for o in ops) else None
+               for op in ("save", "transfer", "restore")}
+        row["reload_test"] = round(sum(t.seconds or 0.0 for t in tests) / 3600.0, 4) if tests else None
+        calendar.append({"run": run_id, **{f"{k}_hours": v for k, v in row.items()},
+                         "total_hours": round(sum(v for v in row.values() if v is not None), 4)})
+    interval = analysis.interval
+    flagged = [run_id for run_id, checks in analysis.checkpoints.items()
+               if checks and all(c.resumable(required) is False for c in checks)]
+    return {
+        "items": items,
+        "recommended_interval_minutes": interval.recommended_minutes,
+        "interval_basis": interval.basis,
+        "interval": {
+            "save_cost_s": _seconds(interval.save_cost_s),
+            "saves_measured": interval.save_count,
+            "mean_hours_between_interruptions": hours(interval.mtbi_hours),
+            "mtbi_basis": interval.mtbi_basis,
+            "interruptions": interval.interruptions,
+            "observed_gpu_hours": hours(interval.observed_gpu_hours),
+            "young_s": _seconds(interval.young_s),
+            "daly_s": _seconds(interval.daly_s),
+            "planned_minutes": interval.planned_minutes,
+            "uncertainties": interval.uncertainties,
+            "evidence": evidence(interval.evidence[:20]),
+        },
+        "calendar": {
+            "runs": calendar,
+            "save_hours": round(sum(r["save_hours"] or 0.0 for r in calendar), 4) if calendar else None,
+            "transfer_hours": round(sum(r["transfer_hours"] or 0.0 for r in calendar), 4) if calendar else None,
+            "restore_hours": round(sum(r["restore_hours"] or 0.0 for r in calendar), 4) if calendar else None,
+            "reload_test_hours": round(sum(r["reload_test_hours"] or 0.0 for r in calendar), 4) if calendar else None,
+            "total_hours": round(sum(r["total_hours"] for r in calendar), 4) if calendar else None,
+        },
+        "not_transferred": [
+            {"run": item["run"], "step": item["step"], "path": item["path"], "status": item["location"]["status"]}
+            for item in items if item["location"]["status"] in ("not_transferred", "transferred_after_lot_end")
+        ],
+        "runs_without_resumable_checkpoint": flagged,
     }
 
 

@@ -29,6 +29,7 @@ PAGES = [
     ("schedule.html", "Schedule"),
     ("runs.html", "Runs"),
     ("stops.html", "Stops"),
+    ("checkpoints.html", "Checkpoints"),
     ("inputs.html", "Inputs"),
 ]
 ASSETS = ("style.css", "site.js")
@@ -119,6 +120,7 @@ def _environment(custom: Path | None) -> jinja2.Environment:
     env.filters["markdown"] = markdown_html
     env.filters["anchor"] = anchor
     env.filters["hours"] = lambda v: "—" if v is None else f"{v:,.1f} h"
+    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if v < 1 else f"{v:,.2f} h")
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
     env.globals["search_path"] = search
@@ -149,6 +151,9 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
            run_figures: dict[str, list[MetricChart]]) -> list[tuple[Page, str, dict]]:
     """(page, template, extra context) for every page of the report."""
     figures = {"schedule.html": [Chart("gantt", charts_module.schedule_gantt(report["schedule"]))]}
+    interval = charts_module.interval_chart(report["checkpoints"]["interval"])
+    if interval is not None:
+        figures["checkpoints.html"] = [Chart("interval", interval)]
     pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single), f, {}) for f, t in PAGES]
     for run in report["runs"]:
         charts = [Chart(c.id, c.figure, c.metric, c.caption) for c in run_figures.get(run["id"], [])]

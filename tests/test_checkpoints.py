@@ -1,0 +1,148 @@
+"""Checkpoints (R11, R12): resume state and how it was decided, calendar cost, where the files are, the save interval."""
+
+from __future__ import annotations
+
+import copy
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+from reportgen.analysis import analyse
+from reportgen.analysis.interval import daly, save_interval, young
+from reportgen.build import prepare
+from reportgen.ingest import ingest
+from reportgen.model import Evidence
+from reportgen.plan.schema import Plan
+
+FIXTURES = Path(__file__).parent / "fixtures" / "formats"
+REQUIRED = ["model", "optimizer", "scheduler", "rng", "progress"]
+
+
+@pytest.fixture(scope="module")
+def sample() -> dict:
+    return prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+
+
+def test_young_for_30_s_saves_and_6_h_between_interruptions_is_1138_s_with_daly_beside():
+    assert round(young(30, 6 * 3600)) == 1138  # about 19 minutes
+    assert daly(30, 6 * 3600) == pytest.approx(1118.5, abs=0.1)  # the refinement: slightly shorter
+    assert daly(7200, 3600) == 3600  # a save costing more than 2M: save once per M
+
+
+def test_no_interval_is_invented_when_the_save_cost_or_the_interruption_rate_is_unknown():
+    unmeasured = save_interval([], [], interruptions=1, gpu_hours=10.0, assumed_mtbi_hours=None, planned_minutes=30)
+    assert unmeasured.daly_s is None and unmeasured.recommended_minutes is None
+    assert "save cost was never measured" in unmeasured.uncertainties[0]
+    no_rate = save_interval([30.0], [Evidence("e", 1)], interruptions=0, gpu_hours=10.0, assumed_mtbi_hours=None,
+                            planned_minutes=None)
+    assert no_rate.young_s is None and "none was observed in 10.0 GPU h" in no_rate.uncertainties[0]
+    assumed = save_interval([30.0, 40.0, 20.0, -5.0, math.inf], [], interruptions=0, gpu_hours=10.0,
+                            assumed_mtbi_hours=6.0, planned_minutes=None)
+    assert assumed.save_cost_s == 30.0 and assumed.save_count == 3  # a negative or infinite time is no measurement
+    assert round(assumed.young_s) == 1138 and "the plan's assumption" in assumed.mtbi_basis
+    observed = save_interval([30.0], [], interruptions=2, gpu_hours=12.0, assumed_mtbi_hours=24.0, planned_minutes=None)
+    assert observed.mtbi_hours == 6.0 and "observed: 2 interruptions in 12.0 GPU h" in observed.mtbi_basis
+    assert "the plan assumed 24 h" in observed.mtbi_basis and observed.uncertainties == []
+
+
+def test_sample_checkpoints_carry_costs_reload_tests_and_location(sample):
+    checkpoints = sample["checkpoints"]
+    items = {(c["run"], c["step"]): c for c in checkpoints["items"]}
+    assert len(items) == 14
+    restored = items[("lora-r16-1", 1200)]
+    assert restored["restore_s"] == 45.2 and restored["resumable"] is True  # restored by lora-r16-2
+    pilot = items[("pilot-1", 300)]
+    assert pilot["reload_tested"] and pilot["reload_ok"] and pilot["reload_new_process"]
+    assert all(c["location"]["status"] == "transferred" for c in items.values())
+    assert checkpoints["not_transferred"] == [] and checkpoints["runs_without_resumable_checkpoint"] == []
+    assert "listed in the state of the save logged at runs/pilot-1/events.jsonl:" in pilot["resume_basis"]["rng"]
+
+
+def test_sample_save_interval_comes_from_the_measured_saves_and_the_observed_interruptions(sample):
+    checkpoints = sample["checkpoints"]
+    interval = checkpoints["interval"]
+    saves = sorted(c["save_s"] for c in checkpoints["items"] if c["save_s"] is not None)
+    assert interval["saves_measured"] == len(saves) == 14
+    assert interval["save_cost_s"] == pytest.approx((saves[6] + saves[7]) / 2)
+    interrupted = [r for r in sample["runs"] if r["status"] == "interrupted"]
+    assert interval["interruptions"] == len(interrupted) == 2
+    assert interval["mean_hours_between_interruptions"] == pytest.approx(sample["run_time"]["gpu_hours"] / 2, abs=1e-3)
+    expected = daly(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600) / 60
+    assert checkpoints["recommended_interval_minutes"] == pytest.approx(expected, abs=0.05)
+    assert "Daly" in checkpoints["interval_basis"] and "median of 14 measured saves" in checkpoints["interval_basis"]
+    assert interval["planned_minutes"] == 30
+
+
+def test_sample_calendar_adds_up_per_run_and_in_total(sample):
+    calendar = sample["checkpoints"]["calendar"]
+    for row in calendar["runs"]:
+        parts = [row[k] for k in ("save_hours", "transfer_hours", "restore_hours", "reload_test_hours") if row[k] is not None]
+        assert row["total_hours"] == pytest.approx(sum(parts), abs=1e-3)
+    assert calendar["total_hours"] == pytest.approx(sum(r["total_hours"] for r in calendar["runs"]), abs=1e-3)
+    by_run = {r["run"]: r for r in calendar["runs"]}
+    assert by_run["lora-r16-2"]["restore_hours"] == pytest.approx(45.2 / 3600, abs=1e-4)  # the resuming run spent it
+
+
+def test_trainer_checkpoints_are_resumable_and_the_final_adapter_folder_is_not(sample_plan_data):
+    analysis = analyse(Plan.model_validate(sample_plan_data), ingest(FIXTURES / "hf"))
+    checks = {(c.step, c.final): c for c in analysis.checkpoints["hf-clean"]}
+    last = checks[(30, False)]
+    assert last.resumable(REQUIRED) is True
+    assert last.resume_basis["optimizer"] == "optimizer.pt present"
+    assert last.resume_basis["rng"].startswith("rng_state") and last.resume_basis["scaler"].startswith("no scaler.pt")
+    final = checks[(30, True)]
+    assert final.path == "hf-clean" and final.resume_state["model"] is True
+    assert final.resumable(REQUIRED) is False and final.lacking(REQUIRED) == ["optimizer", "scheduler", "rng"]
+    assert final.resume_basis["optimizer"] == "no optimizer.pt"
+    # A killed run has no final folder: its last checkpoint is what resumes it.
+    assert all(not c.final for c in analysis.checkpoints["hf-killed"])
+
+
+def test_lightning_checkpoint_resume_state_says_what_decided_it(sample_plan_data):
+    analysis = analyse(Plan.model_validate(sample_plan_data), ingest(FIXTURES / "lightning"))
+    first = analysis.checkpoints["pl-clean/version_0"][0]
+    assert first.resume_state["optimizer"] is True and first.resume_basis["optimizer"] == "key optimizer_states"
+    assert first.resume_state["rng"] is False and "only through a callback" in first.resume_basis["rng"]
+    assert first.resume_basis["data_position"] == "saved mid-epoch without the data loader's state"
+
+
+def test_a_checkpoint_not_copied_off_before_the_lot_ends_is_listed(sample_plan_data, tmp_path, event_log, clock):
+    log = event_log("r.jsonl", run="control-1")
+    log.run_start(config={})
+    clock.hours(2)
+    log.checkpoint_save(step=10, path="ckpt/control-1/checkpoint-10", seconds=30.0, state=REQUIRED)
+    log.checkpoint_transfer(path="ckpt/control-1/checkpoint-10", seconds=40.0, destination="bucket")
+    clock.hours(1)
+    log.checkpoint_save(step=20, path="ckpt/control-1/checkpoint-20", seconds=31.0, state=REQUIRED)
+    clock.hours(1)
+    log.checkpoint_save(step=30, path="ckpt/control-1/checkpoint-30", seconds=29.0, state=["model"])
+    clock.at += timedelta(days=3)  # past the 3-day lot
+    log.checkpoint_transfer(path="ckpt/control-1/checkpoint-30", seconds=45.0, destination="bucket")
+    log.run_end(status="completed", step=30)
+    data = copy.deepcopy(sample_plan_data)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    report = prepare(tmp_path / "logs", plan).report
+    status = {c["step"]: c["location"]["status"] for c in report["checkpoints"]["items"]}
+    assert status == {10: "transferred", 20: "not_transferred", 30: "transferred_after_lot_end"}
+    assert [(c["step"], c["status"]) for c in report["checkpoints"]["not_transferred"]] == [
+        (20, "not_transferred"), (30, "transferred_after_lot_end")]
+    assert report["checkpoints"]["items"][2]["resumable"] is False
+
+
+def test_a_negative_or_non_finite_duration_is_a_damaged_line(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "e.jsonl").write_text(
+        '{"ts":"2026-11-02T10:00:00Z","type":"checkpoint_save","run":"r","step":1,"path":"c/1","seconds":-3}\n'
+        '{"ts":"2026-11-02T10:01:00Z","type":"checkpoint_save","run":"r","step":2,"path":"c/2","seconds":NaN}\n'
+        '{"ts":"2026-11-02T10:02:00Z","type":"checkpoint_save","run":"r","step":3,"path":"c/3","seconds":31.5}\n')
+    campaign = ingest(logs)
+    info = campaign.inputs[0]
+    assert info.skipped == 2 and [p.line for p in info.problems] == [1, 2]
+    assert "a duration in seconds" in info.problems[0].message
+    assert [op.seconds for op in campaign.checkpoint_ops] == [31.5]
