@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import PurePosixPath
 
 import pandas as pd
 
@@ -23,6 +24,15 @@ def same_metric(name: str, column: str) -> bool:
     if column in (name, f"train/{name}"):
         return True
     return name.startswith("eval_") and column == "eval/" + name.removeprefix("eval_")
+
+
+def same_path(a: str, b: str) -> bool:
+    """Whether two spellings name one checkpoint: equal, or the same last two path parts
+    (a path on the training machine against the copy under LOGS)."""
+    pa, pb = PurePosixPath(a.replace("\\", "/")).parts, PurePosixPath(b.replace("\\", "/")).parts
+    if pa == pb:
+        return True
+    return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
 
 
 @dataclass(frozen=True, order=True)
@@ -79,9 +89,13 @@ class RunEvent:
 
 @dataclass
 class CheckpointOp:
-    """A checkpoint save, transfer or restore with its measured duration."""
+    """A checkpoint save, transfer or restore with its measured duration.
 
-    run: str
+    `run` is None for a benchmark record that names no run and whose path matches no known
+    checkpoint: its time still counts where no run is needed (the median save cost).
+    """
+
+    run: str | None
     op: str  # "save" | "transfer" | "restore"
     at: datetime
     evidence: Evidence

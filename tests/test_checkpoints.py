@@ -146,3 +146,54 @@ def test_a_negative_or_non_finite_duration_is_a_damaged_line(tmp_path):
     assert info.skipped == 2 and [p.line for p in info.problems] == [1, 2]
     assert "a duration in seconds" in info.problems[0].message
     assert [op.seconds for op in campaign.checkpoint_ops] == [31.5]
+
+
+def bench_logs(tmp_path, event_log, clock, records: str, name: str) -> Path:
+    log = event_log("runs/r-1/events.jsonl", run="r-1")
+    log.run_start(config={})
+    clock.hours(1)
+    log.checkpoint_save(step=100, path="ckpt/r-1/checkpoint-100", seconds=30.0, state=REQUIRED)
+    log.run_end(status="completed", step=100)
+    (tmp_path / "logs" / name).write_text(records)
+    return tmp_path / "logs"
+
+
+def test_benchmark_records_in_csv_are_attached_to_the_checkpoint_they_name(tmp_path, event_log, clock, sample_plan_data):
+    logs = bench_logs(tmp_path, event_log, clock, (
+        "checkpoint,operation,time,seconds,bytes,ok,host,process\n"
+        "/scratch/ckpt/r-1/checkpoint-100,save,2026-11-02T11:00:00+09:00,28.5,1342177280,,gpu-a,4121\n"
+        "/scratch/ckpt/r-1/checkpoint-100,transfer,2026-11-02T11:02:00+09:00,41.0,1342177280,true,gpu-a,4121\n"
+        "/scratch/ckpt/r-1/checkpoint-100,reload_test,2026-11-02T11:20:00+09:00,95.0,,true,gpu-a,5230\n"
+        "/scratch/ckpt/r-1/checkpoint-100,restore,not a time,12,,,gpu-a,5230\n"
+        "/scratch/ckpt/elsewhere/checkpoint-7,save,2026-11-02T11:30:00+09:00,33.0,,,gpu-a,4121\n"), "bench.csv")
+    campaign = ingest(logs)
+    info = next(i for i in campaign.inputs if i.path == "bench.csv")
+    assert info.format == "checkpoint-bench" and info.records == 4 and info.skipped == 1
+    assert info.problems[0].line == 5 and "ISO 8601" in info.problems[0].message
+    analysis = analyse(Plan.model_validate(sample_plan_data), campaign)
+    check = analysis.checkpoints["r-1"][0]
+    assert [op.seconds for op in check.saves] == [30.0]  # the logged save; the benchmark save is the same checkpoint
+    assert check.transfers[0].seconds == 41.0 and check.transfers[0].run == "r-1"
+    test = check.reload_tests[0]
+    assert test.ok and test.new_process is True  # process 5230 reloaded what process 4121 saved
+    # The save of an unknown checkpoint is counted in the save cost but attributed to no run, and said so.
+    assert analysis.interval.save_count == 3
+    assert any("elsewhere/checkpoint-7" in message and "give the record a 'run'" in message for _, message in analysis.problems)
+
+
+def test_benchmark_records_in_jsonl_with_bad_lines_reported(tmp_path, event_log, clock, sample_plan_data):
+    logs = bench_logs(tmp_path, event_log, clock, (
+        '{"checkpoint": "ckpt/r-1/checkpoint-100", "operation": "reload_test", "time": "2026-11-02T02:00:00Z", "ok": false, '
+        '"seconds": 80, "new_process": true, "message": "optimizer state does not match"}\n'
+        '{"checkpoint": "ckpt/r-1/checkpoint-100", "operation": "reload_test", "time": "2026-11-02T02:10:00Z"}\n'
+        '{"checkpoint": "ckpt/r-1/checkpoint-100", "operation": "defrag", "time": "2026-11-02T02:10:00Z"}\n'
+        '{"checkpoint": "ckpt/r-1/checkpoint-100", "operation": "restore", "time": "2026-11-02T02:20:00Z", "seconds": -1}\n'
+        '{"checkpoint": "ckpt/r-1/checkpoint-100", "operation": "resto'), "bench.jsonl")
+    campaign = ingest(logs)
+    info = next(i for i in campaign.inputs if i.path == "bench.jsonl")
+    assert info.records == 1 and info.skipped == 4
+    assert [p.line for p in info.problems] == [2, 3, 4, 5]
+    assert "needs 'ok'" in info.problems[0].message and "the last line is cut off" in info.problems[3].message
+    analysis = analyse(Plan.model_validate(sample_plan_data), campaign)
+    check = analysis.checkpoints["r-1"][0]
+    assert check.resumable(REQUIRED) is False and "does not match" in check.failed_reload().message

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import PurePosixPath
 
-from reportgen.model import Campaign, CheckpointOp, Evidence, ReloadTest
+from reportgen.model import Campaign, CheckpointOp, Evidence, ReloadTest, same_path
 
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
@@ -66,15 +65,6 @@ class RunCheckpoint:
         return min(done, key=lambda t: (t.at, t.evidence)) if done else None
 
 
-def same_path(a: str, b: str) -> bool:
-    """Whether two spellings name one checkpoint: equal, or the same last two path parts
-    (a path on the training machine against the copy under LOGS)."""
-    pa, pb = PurePosixPath(a.replace("\\", "/")).parts, PurePosixPath(b.replace("\\", "/")).parts
-    if pa == pb:
-        return True
-    return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
-
-
 def _merge_state(item: RunCheckpoint, state: dict[str, bool | None], basis: dict[str, str], prefer_true: bool) -> None:
     """Fill what is unknown; with `prefer_true`, a part held by either source counts (two files of one step)."""
     for part, held in state.items():
@@ -109,7 +99,7 @@ def run_checkpoints(campaign: Campaign) -> dict[str, list[RunCheckpoint]]:
             _merge_state(item, found.resume_state, found.resume_basis, prefer_true=True)
             item.evidence.append(found.evidence)
     for op in campaign.checkpoint_ops:
-        if op.op != "save":
+        if op.op != "save" or op.run is None:
             continue
         key = op.step if op.step is not None else (op.path or "")
         state, basis = _save_basis(op)

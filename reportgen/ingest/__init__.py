@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from reportgen.model import (
     RunEvent,
     RunFacts,
     StepMark,
+    same_path,
 )
 from reportgen.plan.freeze import RECORD_DIR
 
@@ -165,8 +167,9 @@ def _build_runs(campaign: Campaign) -> None:
     for facts in sorted(campaign.run_facts, key=lambda f: (f.run, f.format, f.evidence)):
         _merge_facts(campaign, _run(campaign, facts.run), facts)
     _link_resumes(campaign)
+    _attribute_benchmarks(campaign)
 
-    others = [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.stops,
+    others = [*campaign.evaluations, *(op for op in campaign.checkpoint_ops if op.run is not None), *campaign.stops,
               *(t for t in campaign.reload_tests if t.run is not None)]
     for other in others:
         _source(_run(campaign, str(other.run)), other.evidence.path)
@@ -226,6 +229,22 @@ def _checkpoint_named(target: str, checkpoints: list[Checkpoint]) -> Checkpoint 
     return best
 
 
+def _attribute_benchmarks(campaign: Campaign) -> None:
+    """A benchmark record that names no run belongs to the run whose checkpoint its path names."""
+    owners = [(c.path, c.run) for c in campaign.checkpoints]
+    owners += [(op.path, op.run) for op in campaign.checkpoint_ops if op.op == "save" and op.path and op.run]
+    for item in [*campaign.checkpoint_ops, *campaign.reload_tests]:
+        if item.run is not None or not item.path:
+            continue
+        runs = sorted({run for path, run in owners if same_path(item.path, path)})
+        if len(runs) == 1:
+            item.run = runs[0]
+        elif isinstance(item, CheckpointOp):  # a reload test may stay unattributed: it is matched by path
+            why = f"several runs ({', '.join(runs)})" if runs else "no checkpoint or save in the logs"
+            message = f"checkpoint '{item.path}' matches {why}: its {item.op} is not counted for any run; give the record a 'run'"
+            campaign.problems.append((item.evidence, message))
+
+
 def _link_resumes(campaign: Campaign) -> None:
     """A text log that names the checkpoint it restored from links its run to that checkpoint's run."""
     for message in sorted(campaign.messages, key=lambda m: m.evidence):
@@ -275,7 +294,7 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
 
 
 def _is_nan(value: object) -> bool:
-    return isinstance(value, float) and value != value
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _shown(value: float) -> str:

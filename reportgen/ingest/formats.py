@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from reportgen.ingest import hf, lightning, mlflow, native, tensorboard, textlog
+from reportgen.ingest import bench, hf, lightning, mlflow, native, tensorboard, textlog
 from reportgen.ingest.common import Reading
 from reportgen.model import Evaluation, Evidence, InputFile, LogMessage, RunFacts
 
@@ -25,6 +25,8 @@ def _kind(rel: str, head: bytes) -> str | None:
     name = PurePosixPath(rel).name
     if native.sniff(head):
         return "native"
+    if bench.sniff(head):
+        return "bench"
     if name.startswith("events.out.tfevents") or tensorboard.sniff(head):
         return "tensorboard"
     if mlflow.sniff_sqlite(head):
@@ -65,6 +67,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
     """Read every file found under LOGS (path -> (file, first bytes)); each file is read once."""
     scan = _Scan(logs, found, progress)
     scan.native()
+    scan.benchmarks()
     scan.trainer_folders()
     scan.lightning_folders()
     scan.mlflow()
@@ -130,6 +133,12 @@ class _Scan:
             runs = self.native_runs.setdefault(_parents(rel)[0], set())
             runs.update(e.run for e in log.events if getattr(e, "run", None))
             runs.update(str(r) for r in log.metrics["run"].unique())
+            self.done(rel)
+
+    def benchmarks(self) -> None:
+        """Checkpoint benchmark records (JSONL or CSV): save, transfer, restore and reload-test timings."""
+        for rel in self.files("bench"):
+            self.readings.append(bench.read(self.found[rel][0], rel))
             self.done(rel)
 
     def trainer_folders(self) -> None:

@@ -379,7 +379,7 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
                 "evidence": evidence(check.evidence + [t.evidence for t in tests]),
             })
     calendar = []
-    for run_id in _chain_order(analysis):
+    for run_id in [*_chain_order(analysis), None]:  # None: benchmark records no run could be found for
         ops = [op for op in analysis.campaign.checkpoint_ops if op.run == run_id and op.seconds is not None]
         tests = [t for t in analysis.campaign.reload_tests if t.run == run_id and t.seconds is not None]
         if not ops and not tests:
