@@ -44,6 +44,7 @@ def test_no_interval_is_invented_when_the_save_cost_or_the_interruption_rate_is_
                             assumed_mtbi_hours=6.0, planned_minutes=None)
     assert assumed.save_cost_s == 30.0 and assumed.save_count == 3  # a negative or infinite time is no measurement
     assert round(assumed.young_s) == 1138 and "the plan's assumption" in assumed.mtbi_basis
+    assert assumed.recommended_minutes == 19.0 and round(assumed.daly_s) == 1119
     observed = save_interval([30.0], [], interruptions=2, gpu_hours=12.0, assumed_mtbi_hours=24.0, planned_minutes=None)
     assert observed.mtbi_hours == 6.0 and "observed: 2 interruptions in 12.0 GPU h" in observed.mtbi_basis
     assert "the plan assumed 24 h" in observed.mtbi_basis and observed.uncertainties == []
@@ -71,9 +72,11 @@ def test_sample_save_interval_comes_from_the_measured_saves_and_the_observed_int
     interrupted = [r for r in sample["runs"] if r["status"] == "interrupted"]
     assert interval["interruptions"] == len(interrupted) == 2
     assert interval["mean_hours_between_interruptions"] == pytest.approx(sample["run_time"]["gpu_hours"] / 2, abs=1e-3)
-    expected = daly(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600) / 60
+    expected = young(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600) / 60
     assert checkpoints["recommended_interval_minutes"] == pytest.approx(expected, abs=0.05)
-    assert "Daly" in checkpoints["interval_basis"] and "median of 14 measured saves" in checkpoints["interval_basis"]
+    assert interval["daly_s"] == pytest.approx(daly(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600), abs=0.01)
+    assert checkpoints["interval_basis"].startswith("Young (1974)") and "median of 14 measured saves" in checkpoints["interval_basis"]
+    assert "Daly's (2006) refinement gives" in checkpoints["interval_basis"]
     assert interval["planned_minutes"] == 30
 
 
@@ -197,3 +200,22 @@ def test_benchmark_records_in_jsonl_with_bad_lines_reported(tmp_path, event_log,
     analysis = analyse(Plan.model_validate(sample_plan_data), campaign)
     check = analysis.checkpoints["r-1"][0]
     assert check.resumable(REQUIRED) is False and "does not match" in check.failed_reload().message
+
+
+def test_thirty_second_saves_and_a_six_hour_assumption_recommend_young_1138_s_with_daly_beside(
+        tmp_path, event_log, clock, sample_plan_data, write_plan):
+    log = event_log("r.jsonl", run="lora-r16-1")
+    log.run_start(config={})
+    for step in (100, 200, 300):
+        clock.hours(0.5)
+        log.checkpoint_save(step=step, path=f"ckpt/lora-r16-1/checkpoint-{step}", seconds=30.0, state=REQUIRED)
+    log.run_end(status="completed", step=300)
+
+    def edit(data):
+        data["checkpoints"]["mean_hours_between_interruptions"] = 6
+
+    report = prepare(tmp_path / "logs", write_plan(sample_plan_data, edit)).report
+    interval = report["checkpoints"]["interval"]
+    assert round(interval["young_s"]) == 1138 and round(interval["daly_s"]) == 1119
+    assert report["checkpoints"]["recommended_interval_minutes"] == 19.0
+    assert "no interruption was observed" in interval["mtbi_basis"]

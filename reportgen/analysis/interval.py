@@ -36,14 +36,16 @@ class SaveInterval:
 
     @property
     def recommended_minutes(self) -> float | None:
-        return None if self.daly_s is None else round(self.daly_s / 60.0, 1)
+        """Young's interval, the guide's rule (R12); Daly's refinement is shown beside it."""
+        return None if self.young_s is None else round(self.young_s / 60.0, 1)
 
     @property
     def basis(self) -> str | None:
-        if self.daly_s is None or self.save_cost_s is None or self.mtbi_hours is None:
+        if self.young_s is None or self.daly_s is None or self.save_cost_s is None or self.mtbi_hours is None:
             return None
-        return (f"Daly (2006) refinement of Young's sqrt(2CM), with C = {self.save_cost_s:.1f} s "
-                f"(median of {self.save_count} measured saves) and M = {self.mtbi_hours:.1f} h ({self.mtbi_basis})")
+        return (f"Young (1974) sqrt(2CM) with C = {self.save_cost_s:.1f} s (median of {self.save_count} measured saves) "
+                f"and M = {self.mtbi_hours:.1f} h ({self.mtbi_basis}); Daly's (2006) refinement gives "
+                f"{self.daly_s / 60.0:.1f} min")
 
 
 def young(save_s: float, mtbi_s: float) -> float:
