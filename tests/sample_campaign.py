@@ -10,8 +10,9 @@ The story (times JST, one RTX 4090 3-day lot from 2026-11-02 09:00):
 - control-1 cuts articles to fit the context (its truncation counter and its log say so) and
   the script stops it by S3; the prompt is shortened, which is a new configuration, so the
   control runs again as control-2 (R10) and falls short of the threshold, as a control may;
-- lora-r16-1 is killed at step 1,320 (CUDA out of memory, the log's last line cut off);
-  lora-r16-2 resumes from the step-1,200 checkpoint and passes the threshold;
+- lora-r16-1 is killed at step 1,320 (CUDA out of memory, the log's last line cut off); its
+  step-1,200 checkpoint is reloaded in a new process first (a checkpoint benchmark CSV), then
+  lora-r16-2 resumes from it and passes the threshold;
 - lora-r64-1 diverges: its eval_rougeL falls under S2's 0.20 at step 2,000, which the script
   does not check, then grad_norm goes infinite, the loss NaN, and the script stops it by S1;
 - the first full evaluation, eval-all-1, is killed by the host and has no checkpoint (S4);
@@ -173,6 +174,12 @@ def write_sample(root: Path) -> None:
         "    trainer.train()\n"
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity "
         "of 23.64 GiB of which 1.02 GiB is free.\n",
+        encoding="utf-8",
+    )
+    (root / "campaign" / "checkpoint-bench.csv").write_text(
+        "checkpoint,operation,time,seconds,ok,host,process,new_process,message\n"
+        "/mnt/bucket/ckpt/lora-r16-1/checkpoint-1200,reload_test,2026-11-03T09:20:40+09:00,88.0,true,gpu-a,7311,true,"
+        "weights optimizer scheduler and RNG restored in a new process; step 1201 loss matches within 1e-3\n",
         encoding="utf-8",
     )
     second = EventLog(root / "runs" / "lora-r16-2" / "events.jsonl", run="lora-r16-2", clock=clock)

@@ -56,6 +56,11 @@ def test_sample_checkpoints_carry_costs_reload_tests_and_location(sample):
     assert len(items) == 14
     restored = items[("lora-r16-1", 1200)]
     assert restored["restore_s"] == 45.2 and restored["resumable"] is True  # restored by lora-r16-2
+    # Reloaded in a new process before the resume, as the benchmark CSV records: not the killed run at work.
+    assert restored["reload_tested"] and restored["reload_ok"] and restored["reload_new_process"]
+    assert {"path": "campaign/checkpoint-bench.csv", "line": 2} in restored["evidence"]
+    killed = next(r for r in sample["runs"] if r["id"] == "lora-r16-1")
+    assert killed["last_seen_at"] == "2026-11-03T08:43:10+09:00"
     pilot = items[("pilot-1", 300)]
     assert pilot["reload_tested"] and pilot["reload_ok"] and pilot["reload_new_process"]
     assert all(c["location"]["status"] == "transferred" for c in items.values())

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from reportgen.errors import InputError
-from reportgen.ingest import formats
+from reportgen.ingest import bench, formats
 from reportgen.model import (
     Campaign,
     Checkpoint,
@@ -195,7 +195,10 @@ def _build_runs(campaign: Campaign) -> None:
             if run.ended_at is None:
                 run.last_seen_at = max(run.last_seen_at or last_seen, last_seen)
 
+    measured_apart = {info.path for info in campaign.inputs if info.format == bench.FORMAT}
     for other in others:
+        if other.evidence.path in measured_apart:  # a benchmark of the run's checkpoint, not the run at work
+            continue
         run = campaign.runs[str(other.run)]
         if run.ended_at is None and other.at is not None:
             run.last_seen_at = max(run.last_seen_at or other.at, other.at)
