@@ -66,3 +66,11 @@ def test_run_page_draws_every_metric_chart_with_its_stop_markers(tmp_path):
     assert dom.count('class="main-svg"') >= 2 * len(charts), "plotly did not draw every chart"
     assert "S2-quality (evaluated)" in dom and "S1-nonfinite" in dom  # the stop markers' labels
     assert "all 214 points shown" in dom
+
+
+def test_checkpoints_page_draws_the_save_interval_chart(tmp_path):
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    dom = rendered_dom(site / "checkpoints.html", tmp_path)
+    assert 'class="main-svg"' in dom, "plotly did not draw the interval chart"
+    assert "Young:" in dom and "Daly:" in dom and "plan: 30.0 min" in dom

@@ -50,9 +50,10 @@ def build_inspect(campaign: Campaign) -> dict:
             ],
         })
     checkpoints = [
-        {"run": c.run, "step": c.step, "path": c.path, "format": c.format,
-         "resume_state": {part: c.resume_state.get(part) for part in RESUME_PARTS}, "parts": c.parts}
-        for c in sorted(campaign.checkpoints, key=lambda c: (c.run, c.step is None, c.step or 0, c.path))
+        {"run": c.run, "step": c.step, "path": c.path, "format": c.format, "final": c.final,
+         "resume_state": {part: c.resume_state.get(part) for part in RESUME_PARTS},
+         "resume_basis": {part: c.resume_basis.get(part) for part in RESUME_PARTS}, "parts": c.parts}
+        for c in sorted(campaign.checkpoints, key=lambda c: (c.run, c.step is None, c.step or 0, c.final, c.path))
     ]
     problems = [
         {"path": info.path, "line": p.line, "message": p.message}
