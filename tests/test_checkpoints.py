@@ -220,6 +220,10 @@ def test_thirty_second_saves_and_a_six_hour_assumption_recommend_young_1138_s_wi
         data["checkpoints"]["mean_hours_between_interruptions"] = 6
 
     report = prepare(tmp_path / "logs", write_plan(sample_plan_data, edit)).report
+    unknown = prepare(tmp_path / "logs", write_plan(sample_plan_data, lambda d: d["checkpoints"].pop(
+        "mean_hours_between_interruptions"), name="no-assumption.yaml")).report
+    assert unknown["checkpoints"]["recommended_interval_minutes"] is None
+    assert any("mean time between interruptions is unknown" in u for u in unknown["uncertainties"])
     interval = report["checkpoints"]["interval"]
     assert round(interval["young_s"]) == 1138 and round(interval["daly_s"]) == 1119
     assert report["checkpoints"]["recommended_interval_minutes"] == 19.0

@@ -150,6 +150,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         for item in schedule.steps
         if item.actual.hours is None and item.step.variant not in dropped
     ]
+    uncertainties += analysis.interval.uncertainties  # R12: an unknown C or M gives no interval, only this
 
     problems = [
         {"scope": "campaign", "path": where.path if where else None, "line": where.line if where else None, "message": message}
