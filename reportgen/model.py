@@ -227,6 +227,24 @@ class LogMessage:
 
 
 @dataclass
+class ManifestEntry:
+    """One deliverable as a deliverables manifest lists it (what was produced, R15)."""
+
+    id: str
+    kind: str
+    paths: list[str]
+    evidence: Evidence
+    variant: str | None = None
+    corpus: str | None = None
+    run: str | None = None
+    sha256: str | None = None
+    expected_ids: str | None = None
+    id_field: str = "id"
+    description: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Run:
     """One training or evaluation run, merged from every source that describes it."""
 
@@ -266,6 +284,7 @@ class Campaign:
     run_facts: list[RunFacts] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     messages: list[LogMessage] = field(default_factory=list)
+    manifest: list[ManifestEntry] = field(default_factory=list)
     problems: list[tuple[Evidence, str]] = field(default_factory=list)
 
     def metric_names(self) -> list[str]:

@@ -24,6 +24,7 @@ from reportgen.model import (
     LoggedDecision,
     LoggedStop,
     LogMessage,
+    ManifestEntry,
     ReloadTest,
     Run,
     RunEvent,
@@ -108,6 +109,7 @@ _EVENT_LISTS = {
     RunFacts: "run_facts",
     Checkpoint: "checkpoints",
     LogMessage: "messages",
+    ManifestEntry: "manifest",
 }
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from reportgen.ingest import bench, hf, lightning, mlflow, native, tensorboard, textlog
+from reportgen.ingest import bench, hf, lightning, manifest, mlflow, native, tensorboard, textlog
 from reportgen.ingest.common import Reading
 from reportgen.model import Evaluation, Evidence, InputFile, LogMessage, RunFacts
 
@@ -27,6 +27,8 @@ def _kind(rel: str, head: bytes) -> str | None:
         return "native"
     if bench.sniff(head):
         return "bench"
+    if manifest.sniff(head, name):
+        return "manifest"
     if name.startswith("events.out.tfevents") or tensorboard.sniff(head):
         return "tensorboard"
     if mlflow.sniff_sqlite(head):
@@ -68,6 +70,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
     scan = _Scan(logs, found, progress)
     scan.native()
     scan.benchmarks()
+    scan.manifests()
     scan.trainer_folders()
     scan.lightning_folders()
     scan.mlflow()
@@ -139,6 +142,13 @@ class _Scan:
         """Checkpoint benchmark records (JSONL or CSV): save, transfer, restore and reload-test timings."""
         for rel in self.files("bench"):
             self.readings.append(bench.read(self.found[rel][0], rel))
+            self.done(rel)
+
+    def manifests(self) -> None:
+        """Deliverables manifests: what the campaign produced; their files are checked at build time."""
+        for rel in self.files("manifest"):
+            info, entries = manifest.read(self.found[rel][0], rel)
+            self.readings.append(Reading([info], [], list(entries)))
             self.done(rel)
 
     def trainer_folders(self) -> None:

@@ -1,0 +1,127 @@
+"""Deliverables (R15): the manifest's entries checked file by file; nothing outside LOGS is read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import SAMPLE_PLAN
+
+from reportgen.ingest import ingest
+from reportgen.plan.schema import Plan
+from reportgen.verify import check_deliverables, temp_root
+
+COMMIT = "9f6c3d2e8b1a4f7c0d5e2b9a8c7d6e5f4a3b2c1d"
+
+
+def safetensors_bytes(cut: int = 0) -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
+    blob = struct.pack("<Q", len(header)) + header + b"\x00" * 16
+    return blob[: len(blob) - cut]
+
+
+def adapter(folder: Path, revision: object = COMMIT, cut: int = 0) -> None:
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "org/base", "revision": revision}))
+    (folder / "adapter_model.safetensors").write_bytes(safetensors_bytes(cut))
+
+
+@pytest.fixture
+def logs(tmp_path) -> Path:
+    root = tmp_path / "logs"
+    (root / "out").mkdir(parents=True)
+    (root / "corpus.ids").write_text("a\nb\nc\n")
+    (root / "out" / "preds.jsonl").write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "c", "text": "z"}\n')
+    (root / "out" / "gaps.jsonl").write_text('{"id": "a"}\n{"id": "a"}\n{"id": "q"}\n')
+    (root / "out" / "empty.jsonl").write_text("")
+    adapter(root / "out" / "adapter-good")
+    adapter(root / "out" / "adapter-null", revision=None)
+    adapter(root / "out" / "adapter-branch", revision="main")
+    adapter(root / "out" / "adapter-cut", cut=7)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("outside LOGS")
+    (root / "out" / "escape.txt").symlink_to(outside)
+    return root
+
+
+def checks_for(logs: Path, entries: list[dict], plan_data: dict) -> dict:
+    (logs / "manifest.yaml").write_text(yaml.safe_dump({"deliverables": entries}, sort_keys=False))
+    plan = Plan.model_validate(plan_data)
+    return {c.entry.id: c for c in check_deliverables(plan, logs, ingest(logs))}
+
+
+def reasons(check) -> str:
+    return " | ".join(check.reasons + [r for f in check.files for r in f.reasons])
+
+
+def test_each_bad_path_or_file_is_rejected_with_its_reason(logs, sample_plan_data, monkeypatch):
+    monkeypatch.setenv("TMPDIR", "/scratch/tmp")
+    entries = [
+        {"id": "up", "kind": "metrics", "path": "../secret.txt"},
+        {"id": "absolute", "kind": "metrics", "path": str(logs / "out" / "preds.jsonl")},
+        {"id": "link", "kind": "metrics", "path": "out/escape.txt"},
+        {"id": "empty", "kind": "metrics", "path": "out/empty.jsonl"},
+        {"id": "tmp", "kind": "predictions", "path": "/tmp/run/preds.jsonl"},
+        {"id": "tmpdir", "kind": "metrics", "path": "/scratch/tmp/x.json"},
+        {"id": "truncated", "kind": "adapter", "path": "out/adapter-cut"},
+        {"id": "null-revision", "kind": "adapter", "path": "out/adapter-null"},
+        {"id": "branch", "kind": "adapter", "path": "out/adapter-branch"},
+        {"id": "missing", "kind": "metrics", "path": "out/nope.json"},
+        {"id": "good-adapter", "kind": "adapter", "path": "out/adapter-good"},
+    ]
+    checks = checks_for(logs, entries, sample_plan_data)
+    assert "uses '..'" in reasons(checks["up"])
+    assert "an absolute path" in reasons(checks["absolute"])
+    assert "a link that leads out of LOGS" in reasons(checks["link"])
+    assert "out/empty.jsonl is empty" in reasons(checks["empty"])
+    assert "under a temporary folder (/tmp)" in reasons(checks["tmp"])
+    assert "under a temporary folder (/scratch/tmp)" in reasons(checks["tmpdir"])
+    assert "cannot be reloaded" in reasons(checks["truncated"]) and "cut off" in reasons(checks["truncated"])
+    assert "revision is null" in reasons(checks["null-revision"])
+    assert "'main' is a branch or tag" in reasons(checks["branch"])
+    assert "does not exist under LOGS" in reasons(checks["missing"])
+    assert checks["good-adapter"].file_ok, reasons(checks["good-adapter"])
+    assert all(not checks[name].file_ok for name in checks if name != "good-adapter")
+    # Nothing outside LOGS was read: the refused paths have no size or hash.
+    for name in ("up", "absolute", "link", "tmp"):
+        assert all(f.bytes is None and f.sha256 is None for f in checks[name].files)
+
+
+def test_predictions_must_cover_exactly_the_corpus_ids(logs, sample_plan_data):
+    sample_plan_data["corpus"]["expected_ids"] = "corpus.ids"
+    checks = checks_for(logs, [
+        {"id": "complete", "kind": "predictions", "variant": "lora-r16", "path": "out/preds.jsonl"},
+        {"id": "gaps", "kind": "predictions", "variant": "lora-r16", "path": "out/gaps.jsonl"},
+    ], sample_plan_data)
+    assert checks["complete"].file_ok and checks["complete"].ids["missing"] == []
+    gaps = checks["gaps"]
+    assert gaps.ids == {"expected": 3, "found": 2, "missing": ["b", "c"], "extra": ["q"], "duplicates": ["a"]}
+    text = reasons(gaps)
+    assert "2 ids missing: b, c" in text and "1 id not in the corpus: q" in text and "1 id predicted twice: a" in text
+
+
+def test_a_sha256_that_does_not_match_is_a_rejection(logs, sample_plan_data):
+    digest = hashlib.sha256((logs / "out" / "preds.jsonl").read_bytes()).hexdigest()
+    checks = checks_for(logs, [
+        {"id": "right", "kind": "metrics", "path": "out/preds.jsonl", "sha256": digest},
+        {"id": "wrong", "kind": "metrics", "path": "out/preds.jsonl", "sha256": "0" * 64},
+    ], sample_plan_data)
+    assert checks["right"].file_ok and checks["right"].files[0].sha256 == digest
+    assert "SHA-256 does not match" in reasons(checks["wrong"])
+
+
+def test_temporary_roots():
+    assert temp_root("/tmp/x") == "/tmp" and temp_root("/dev/shm/a/b") == "/dev/shm" and temp_root("/var/tmp") == "/var/tmp"
+    assert temp_root("/tmpfoo/x") is None and temp_root("out/tmp/x") is None
+
+
+def test_a_plan_inside_logs_is_not_read_as_a_manifest(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "plan.yaml").write_bytes(SAMPLE_PLAN.read_bytes())
+    campaign = ingest(logs)
+    assert campaign.manifest == [] and campaign.inputs[0].format is None
