@@ -15,6 +15,7 @@ from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
 from reportgen.render.runcharts import run_charts
 from reportgen.render.site import PlanSource, write_site
+from reportgen.verify import check_deliverables
 
 
 @dataclass
@@ -37,7 +38,8 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
     frozen = read_freeze(logs) if logs.is_dir() else None
     reference = frozen.plan if frozen else current
     campaign = ingest(logs, exclude={plan_path}, progress=progress)
-    analysis = analyse(reference.plan, campaign)
+    checks = check_deliverables(reference.plan, logs, campaign)
+    analysis = analyse(reference.plan, campaign, checks)
     report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
 

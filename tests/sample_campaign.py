@@ -16,16 +16,24 @@ The story (times JST, one RTX 4090 3-day lot from 2026-11-02 09:00):
 - lora-r64-1 diverges: its eval_rougeL falls under S2's 0.20 at step 2,000, which the script
   does not check, then grad_norm goes infinite, the loss NaN, and the script stops it by S1;
 - the first full evaluation, eval-all-1, is killed by the host and has no checkpoint (S4);
-  eval-all-2 runs it again from the start.
+  eval-all-2 runs it again from the start;
+- outputs/manifest.yaml lists what was delivered (R14, R15): lora-r16's predictions on jsum-v3
+  and on jsum-v2-dev pass (two outputs: 47.14 / 2 = 23.57 USD each); four timing repeats of the
+  jsum-v3 predictions count once; the control's predictions are rejected (it missed the
+  threshold), and so is lora-r64's adapter (its run was stopped, its revision a branch name).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import struct
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+import yaml
 
 from reportgen.events import EventLog
 
@@ -234,6 +242,72 @@ def write_sample(root: Path) -> None:
         campaign.step_start(step_id)
         clock.advance(minutes * 60)
         campaign.step_end(step_id)
+    write_outputs(root)
+
+
+COMMIT = "4e3f1a9c2b7d8e6f5a0b1c2d3e4f5a6b7c8d9e0f"
+
+
+def _adapter(folder: Path, revision: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps(
+        {"base_model_name_or_path": "tokyotech-llm/Swallow-7b-hf", "revision": revision, "peft_type": "LORA", "r": 16},
+        indent=2) + "\n", encoding="utf-8")
+    header = json.dumps({"base_model.lora_A.weight": {"dtype": "F16", "shape": [4, 8], "data_offsets": [0, 64]}}).encode()
+    (folder / "adapter_model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(64))
+
+
+def _predictions(path: Path, ids: list[str], rng: random.Random, timing: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for ident in ids:
+        record = {"id": ident, "rougeL": round(rng.uniform(0.2, 0.45), 3)}
+        if timing:
+            record["seconds"] = round(rng.uniform(0.9, 1.3), 2)
+        lines.append(json.dumps(record, separators=(",", ":")))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_outputs(root: Path) -> None:
+    """What the campaign delivered, and the manifest that lists it."""
+    rng = random.Random(14)
+    v3 = [f"v3-{i:04d}" for i in range(1, 2001)]
+    v2 = [f"v2-{i:04d}" for i in range(1, 301)]
+    (root / "corpus").mkdir(parents=True, exist_ok=True)
+    (root / "corpus" / "jsum-v3.ids").write_text("\n".join(v3) + "\n", encoding="utf-8")
+    (root / "corpus" / "jsum-v2-dev.ids").write_text("\n".join(v2) + "\n", encoding="utf-8")
+    out = root / "outputs"
+    _predictions(out / "control" / "predictions.jsonl", v3, rng)
+    _predictions(out / "lora-r16" / "predictions.jsonl", v3, rng)
+    _predictions(out / "lora-r16" / "predictions-jsum-v2-dev.jsonl", v2, rng)
+    for repeat in range(1, 5):
+        _predictions(out / "lora-r16" / f"timing-{repeat}" / "predictions.jsonl", v3, rng, timing=True)
+    _adapter(out / "lora-r16" / "adapter", COMMIT)
+    _adapter(out / "lora-r64" / "adapter", "main")
+    (out / "error-analysis.md").write_text(
+        "# Error analysis\n\nlora-r16 loses most on articles over 900 tokens and on numeric facts.\n", encoding="utf-8")
+    (out / "stop-reasons.json").write_text(json.dumps([
+        {"run": "control-1", "rule": "S3-truncation", "reason": "articles cut with the tuned-v4 prompt"},
+        {"run": "lora-r64-1", "rule": "S1-nonfinite", "reason": "loss NaN at step 2140"},
+    ], indent=2) + "\n", encoding="utf-8")
+    deliverables = [
+        {"id": "predictions-control", "kind": "predictions", "variant": "control", "corpus": "jsum-v3", "run": "control-2",
+         "path": "outputs/control/predictions.jsonl", "expected_ids": "corpus/jsum-v3.ids"},
+        {"id": "predictions-lora-r16", "kind": "predictions", "variant": "lora-r16", "corpus": "jsum-v3", "run": "lora-r16-2",
+         "path": "outputs/lora-r16/predictions.jsonl", "expected_ids": "corpus/jsum-v3.ids"},
+        {"id": "predictions-lora-r16-jsum-v2-dev", "kind": "predictions", "variant": "lora-r16", "corpus": "jsum-v2-dev",
+         "run": "lora-r16-2", "path": "outputs/lora-r16/predictions-jsum-v2-dev.jsonl", "expected_ids": "corpus/jsum-v2-dev.ids"},
+        *({"id": f"predictions-lora-r16-timing-{n}", "kind": "predictions", "variant": "lora-r16", "corpus": "jsum-v3",
+           "run": "lora-r16-2", "path": f"outputs/lora-r16/timing-{n}/predictions.jsonl", "expected_ids": "corpus/jsum-v3.ids",
+           "description": "the same corpus again, for timing"} for n in range(1, 5)),
+        {"id": "adapter-lora-r16", "kind": "adapter", "variant": "lora-r16", "run": "lora-r16-2", "path": "outputs/lora-r16/adapter"},
+        {"id": "adapter-lora-r64", "kind": "adapter", "variant": "lora-r64", "run": "lora-r64-1", "path": "outputs/lora-r64/adapter"},
+        {"id": "error-analysis", "kind": "error_analysis", "path": "outputs/error-analysis.md"},
+        {"id": "stop-reasons", "kind": "stop_reasons", "path": "outputs/stop-reasons.json"},
+    ]
+    (out / "manifest.yaml").write_text(
+        "# What the campaign delivered; reportgen checks every entry (docs/deliverables.md).\n"
+        + yaml.safe_dump({"deliverables": deliverables}, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -78,8 +78,8 @@ def test_cut_off_line_of_the_killed_run_is_reported_with_file_and_line(report):
 def test_unknowns_are_null_never_zero(report):
     costs = report["costs"]
     assert costs["confirmed_total"] == 47.14
-    assert costs["cost_per_passed_output"] is None and costs["passed_outputs"] is None
-    assert costs["undefined_reason"]
+    assert costs["cost_per_passed_output"] == 23.57 and costs["undefined_reason"] is None
+    assert costs["cost_per_passed_output_with_included"] is None  # no included other cost: no second figure
     assert costs["external"] == [{"label": "Reference summaries (annotation vendor)", "amount": 120.0, "note": costs["external"][0]["note"]}]
     assert report["plan"]["original_sha256"] is None and report["plan"]["modified_since_freeze"] is None
 
@@ -89,7 +89,7 @@ def test_order_note_is_short_and_names_the_order(sample_site):
     assert len(note) <= 2000
     assert "IG-2026-1102-4090-0417" in note
     assert "47.14 USD" in note
-    assert "Cost per passed output: undefined" in note
+    assert "Cost per passed output: 23.57 USD over 2 passed outputs" in note
     runs = next(line for line in note.splitlines() if line.startswith("- Runs: 9 "))
     assert "interrupted runs held 5.5 GPU h" in runs
     assert "S2-quality on lora-r64-1 (script and logs disagree)" in runs and "S4-resume on eval-all-1" in runs

@@ -26,7 +26,7 @@ def test_build_prints_one_summary_line_and_nothing_with_quiet(tmp_path):
     loud = CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(tmp_path / "a")])
     assert loud.exit_code == 0
     assert loud.output.strip().splitlines() == [
-        f"{tmp_path / 'a'}/index.html: jsum-lora-2026-11, verdict positive; 14 files, 9 runs, 1 problem (see inputs.html)"
+        f"{tmp_path / 'a'}/index.html: jsum-lora-2026-11, verdict positive; 30 files, 9 runs, 1 problem (see inputs.html)"
     ]
     quiet = CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(tmp_path / "b"), "-q"])
     assert quiet.exit_code == 0 and quiet.output == ""

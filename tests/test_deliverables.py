@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from conftest import SAMPLE_PLAN
 
+from reportgen.build import prepare
 from reportgen.ingest import ingest
 from reportgen.plan.schema import Plan
 from reportgen.verify import check_deliverables, temp_root
@@ -125,3 +127,34 @@ def test_a_plan_inside_logs_is_not_read_as_a_manifest(tmp_path):
     (logs / "plan.yaml").write_bytes(SAMPLE_PLAN.read_bytes())
     campaign = ingest(logs)
     assert campaign.manifest == [] and campaign.inputs[0].format is None
+
+
+def test_sample_reproduces_r14_two_passed_corpora_at_23_57_and_repeats_count_once():
+    report = prepare(SAMPLE_PLAN.parent, SAMPLE_PLAN).report
+    costs = report["costs"]
+    assert costs["cost_per_passed_output"] == 23.57 and costs["passed_outputs"] == 2
+    deliverables = {d["id"]: d for d in report["deliverables"]}
+    counted = sorted(d["id"] for d in deliverables.values() if d["counts_as_output"])
+    assert counted == ["predictions-lora-r16", "predictions-lora-r16-jsum-v2-dev"]
+    repeats = [d for d in deliverables.values() if d["id"].startswith("predictions-lora-r16-timing-")]
+    assert len(repeats) == 4 and all(d["passed"] and d["duplicate_of"] == "predictions-lora-r16" for d in repeats)
+    rejected = {r["deliverable"]: r["reasons"] for r in costs["rejections"]}
+    assert set(rejected) == {"predictions-control", "adapter-lora-r64"}
+    assert any("did not meet eval_rougeL >= 0.32" in r for r in rejected["predictions-control"])
+    assert any("which was stopped" in r for r in rejected["adapter-lora-r64"])
+    assert any("'main' is a branch or tag" in r for r in rejected["adapter-lora-r64"])
+    assert deliverables["predictions-lora-r16"]["ids"]["missing"] == [] and deliverables["predictions-lora-r16"]["ids"]["expected"] == 2000
+
+
+def test_when_nothing_passed_the_cost_is_undefined_with_the_confirmed_cost_and_every_rejection(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_PLAN.parent, logs)
+    manifest = yaml.safe_load((logs / "outputs" / "manifest.yaml").read_text())
+    kept = [d for d in manifest["deliverables"] if d["id"] in ("predictions-control", "adapter-lora-r64")]
+    (logs / "outputs" / "manifest.yaml").write_text(yaml.safe_dump({"deliverables": kept}))
+    report = prepare(logs, logs / "plan.yaml").report
+    costs = report["costs"]
+    assert costs["cost_per_passed_output"] is None and costs["passed_outputs"] == 0
+    assert costs["confirmed_total"] == 47.14 and "no predictions deliverable passed" in costs["undefined_reason"]
+    assert [r["deliverable"] for r in costs["rejections"]] == ["predictions-control", "adapter-lora-r64"]
+    assert set(costs["missing_deliverables"]) == {"predictions-lora-r16", "adapter-lora-r16", "error-analysis", "stop-reasons"}

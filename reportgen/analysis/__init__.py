@@ -7,6 +7,7 @@ from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
 from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
+from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
 from reportgen.analysis.interval import SaveInterval, save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
@@ -23,6 +24,7 @@ from reportgen.analysis.verdicts import (
     variant_results,
 )
 from reportgen.model import Campaign, Evidence
+from reportgen.verify import DeliverableCheck
 from reportgen.plan.schema import Plan
 
 
@@ -39,6 +41,8 @@ class Analysis:
     checkpoints: dict[str, list[RunCheckpoint]]
     non_finite: dict[str, list[NonFinite]]
     interval: SaveInterval
+    deliverables: list[DeliverableResult]
+    costs: Costs
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -65,7 +69,8 @@ def unplanned_references(plan: Plan, campaign: Campaign) -> list[tuple[Evidence 
     return problems
 
 
-def analyse(plan: Plan, campaign: Campaign) -> Analysis:
+def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None) -> Analysis:
+    """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand."""
     run_variants, problems = assign_variants(plan, campaign)
     problems += unplanned_references(plan, campaign)
     problems += config_problems(campaign, run_variants)
@@ -91,6 +96,7 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
         assumed_mtbi_hours=plan.checkpoints.mean_hours_between_interruptions,
         planned_minutes=plan.checkpoints.interval_minutes,
     )
+    deliverables = judge(plan, campaign, checks or [], statuses, results)
     return Analysis(
         plan=plan,
         campaign=campaign,
@@ -103,6 +109,8 @@ def analyse(plan: Plan, campaign: Campaign) -> Analysis:
         checkpoints=checkpoints,
         non_finite=windows,
         interval=interval,
+        deliverables=deliverables,
+        costs=costs(plan, deliverables),
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

@@ -12,9 +12,25 @@ import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from reportgen.ingest import bench, hf, lightning, manifest, mlflow, native, tensorboard, textlog
+from reportgen.ingest import (
+    bench,
+    hf,
+    lightning,
+    manifest,
+    mlflow,
+    native,
+    tensorboard,
+    textlog,
+)
 from reportgen.ingest.common import Reading
-from reportgen.model import Evaluation, Evidence, InputFile, LogMessage, RunFacts
+from reportgen.model import (
+    Evaluation,
+    Evidence,
+    InputFile,
+    LogMessage,
+    ManifestEntry,
+    RunFacts,
+)
 
 VERSION_DIR = re.compile(r"^version_(\d+)$")
 # Text-log names too generic to name a run on their own.
@@ -76,6 +92,7 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
     scan.mlflow()
     scan.tensorboard()
     scan.text_logs()
+    scan.deliverable_files()
     scan.the_rest()
     return scan.readings
 
@@ -91,6 +108,7 @@ class _Scan:
         self.hf_dirs, self.pl_dirs = self._run_folders()
         self.run_dirs = {**self.pl_dirs, **self.hf_dirs}  # folder -> run id
         self.native_runs: dict[str, set[str]] = {}  # folder -> runs named in its native event logs
+        self.entries: list[ManifestEntry] = []  # deliverables manifests' entries
 
     def done(self, rel: str) -> None:
         self.claimed.add(rel)
@@ -149,7 +167,21 @@ class _Scan:
         for rel in self.files("manifest"):
             info, entries = manifest.read(self.found[rel][0], rel)
             self.readings.append(Reading([info], [], list(entries)))
+            self.entries += entries
             self.done(rel)
+
+    def deliverable_files(self) -> None:
+        """Files a manifest names that no format claimed: deliverables and expected ids, not unknown files."""
+        named = [(p, manifest.DELIVERABLE) for e in self.entries for p in e.paths]
+        named += [(e.expected_ids, manifest.EXPECTED_IDS) for e in self.entries if e.expected_ids]
+        for path, kind in named:
+            if path.startswith("/") or ".." in PurePosixPath(path).parts:
+                continue  # refused at build time; nothing outside LOGS is listed
+            prefix = PurePosixPath(path).as_posix()
+            for other in sorted(self.found):
+                if other not in self.claimed and (other == prefix or other.startswith(prefix + "/")):
+                    self.readings.append(Reading([InputFile(other, kind, records=1)]))
+                    self.done(other)
 
     def trainer_folders(self) -> None:
         for folder, run in sorted(self.hf_dirs.items()):

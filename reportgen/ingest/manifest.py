@@ -26,6 +26,8 @@ from reportgen.ingest.common import read_mapping
 from reportgen.model import Evidence, InputFile, ManifestEntry
 
 FORMAT = "manifest"
+DELIVERABLE = "deliverable"  # a file a manifest entry names
+EXPECTED_IDS = "expected-ids"  # the ids a predictions deliverable must cover
 FIELDS = ("id", "kind", "variant", "corpus", "run", "path", "paths", "sha256", "expected_ids", "id_field", "description")
 SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, tzinfo
 from reportgen import __version__
 from reportgen.analysis import Analysis
 from reportgen.analysis.checkpoints import RunCheckpoint
+from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.stops import Stop
 from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
@@ -223,7 +224,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         },
         "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
         "checkpoints": _checkpoints_json(analysis, tz),
-        "deliverables": [],
+        "deliverables": [_deliverable_json(r) for r in analysis.deliverables],
         "costs": {
             "currency": plan.order.currency,
             "provider": plan.order.provider,
@@ -232,10 +233,13 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "other_included": [{"label": c.label, "amount": c.amount, "note": c.note} for c in included],
             "other_included_total": round(sum(c.amount for c in included), 2),
             "external": [{"label": c.label, "amount": c.amount, "note": c.note} for c in external],
-            "passed_outputs": None,
-            "cost_per_passed_output": None,
-            "undefined_reason": "no deliverable has been checked yet, so no output counts as passed",
-            "rejections": [],
+            "rental_total": analysis.costs.rental,
+            "passed_outputs": analysis.costs.passed_outputs,
+            "cost_per_passed_output": analysis.costs.per_output,
+            "cost_per_passed_output_with_included": analysis.costs.per_output_with_included,
+            "undefined_reason": analysis.costs.undefined_reason,
+            "rejections": [{"deliverable": d, "reasons": reasons} for d, reasons in analysis.costs.rejections],
+            "missing_deliverables": analysis.costs.missing,
         },
         "plan_options": [],
         "estimates": [],
@@ -423,6 +427,29 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
             for item in items if item["location"]["status"] in ("not_transferred", "transferred_after_lot_end")
         ],
         "runs_without_resumable_checkpoint": flagged,
+    }
+
+
+def _deliverable_json(result: DeliverableResult) -> dict:
+    entry = result.check.entry
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "variant": entry.variant,
+        "corpus": entry.corpus,
+        "run": entry.run,
+        "path": entry.paths[0],
+        "paths": entry.paths,
+        "passed": result.passed,
+        "reasons": result.reasons,
+        "sha256": next((f.sha256 for f in result.check.files if f.sha256), None),
+        "duplicate_of": result.duplicate_of,
+        "counts_as_output": result.counts,
+        "planned": result.planned,
+        "files": [{"path": f.path, "exists": f.exists, "bytes": f.bytes, "sha256": f.sha256, "reloadable": f.reloadable,
+                   "reasons": f.reasons} for f in result.check.files],
+        "ids": result.check.ids,
+        "evidence": evidence([entry.evidence]),
     }
 
 

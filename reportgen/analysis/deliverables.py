@@ -1,0 +1,118 @@
+"""Which deliverables passed their checks, which are duplicates, and what each passed output cost (R13-R15).
+
+The file-level checks come from reportgen.verify; here the plan and the runs add theirs: the
+producing run neither stopped nor interrupted (R10) and the variant met the quality threshold.
+A passed output is a passed `predictions` deliverable; the same variant and corpus delivered
+again (timing repeats) or identical content counts once (R14). The rental divided by the passed
+outputs is the cost per passed output, undefined — never zero — when none passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reportgen.analysis.verdicts import RunStatus, VariantResult
+from reportgen.model import Campaign
+from reportgen.plan.schema import Plan
+from reportgen.verify import DeliverableCheck
+
+OUTPUT_KIND = "predictions"
+
+
+@dataclass
+class DeliverableResult:
+    check: DeliverableCheck
+    passed: bool
+    reasons: list[str]
+    duplicate_of: str | None = None
+    planned: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.check.entry.id
+
+    @property
+    def counts(self) -> bool:
+        """A passed output in the R14 sense: passed, a complete corpus of predictions, not a repeat."""
+        return self.passed and self.check.entry.kind == OUTPUT_KIND and self.duplicate_of is None
+
+
+@dataclass
+class Costs:
+    currency: str
+    rental: float
+    included: float
+    passed_outputs: int
+    per_output: float | None
+    per_output_with_included: float | None
+    undefined_reason: str | None
+    rejections: list[tuple[str, list[str]]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # planned deliverables the manifest does not list
+
+
+def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], statuses: dict[str, RunStatus],
+          variants: list[VariantResult]) -> list[DeliverableResult]:
+    by_variant = {v.variant.id: v for v in variants}
+    planned = {d.id for d in plan.deliverables}
+    op = ">=" if plan.quality.direction == "higher" else "<="
+    results = []
+    for check in checks:
+        entry = check.entry
+        reasons = list(check.reasons) + [r for f in check.files for r in f.reasons]
+        if entry.run is not None:
+            status = statuses.get(entry.run)
+            if status is None:
+                reasons.append(f"produced by run '{entry.run}', which is not in the logs")
+            elif status.status in ("stopped", "interrupted"):
+                reasons.append(f"produced by run '{entry.run}', which was {status.status} ({status.reason}): "
+                               "not an approved result (R10)")
+        if entry.variant is not None:
+            result = by_variant.get(entry.variant)
+            if result is None:
+                reasons.append(f"names variant '{entry.variant}', which the plan does not have")
+            elif result.verdict != "passed":
+                value = f" ({result.value:.4g})" if isinstance(result.value, float) else ""
+                reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} "
+                               f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
+        results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned))
+    _mark_duplicates(results)
+    return results
+
+
+def _mark_duplicates(results: list[DeliverableResult]) -> None:
+    """Identical content, or the same kind, variant and corpus again, is one output (R14)."""
+    first_by_content: dict[str, str] = {}
+    first_by_subject: dict[tuple, str] = {}
+    for result in results:
+        entry = result.check.entry
+        digests = [f.sha256 for f in result.check.files if f.sha256]
+        content = digests[0] if len(digests) == 1 and len(result.check.files) == 1 else None
+        subject = (entry.kind, entry.variant, entry.corpus) if entry.corpus is not None else None
+        original = (first_by_content.get(content) if content else None) or (first_by_subject.get(subject) if subject else None)
+        if original is not None and result.passed:
+            result.duplicate_of = original
+            continue
+        if result.passed:
+            if content:
+                first_by_content.setdefault(content, result.id)
+            if subject:
+                first_by_subject.setdefault(subject, result.id)
+
+
+def costs(plan: Plan, results: list[DeliverableResult]) -> Costs:
+    rental = round(sum(lot.price for lot in plan.order.lots), 2)
+    included = round(sum(c.amount for c in plan.order.other_costs if c.kind == "included"), 2)
+    passed = sum(1 for r in results if r.counts)
+    listed = {r.id for r in results}
+    missing = [d.id for d in plan.deliverables if d.id not in listed]
+    rejections = [(r.id, r.reasons) for r in results if not r.passed]
+    if passed:
+        return Costs(plan.order.currency, rental, included, passed, round(rental / passed, 2),
+                     round((rental + included) / passed, 2) if included else None, None, rejections, missing)
+    if not results:
+        why = "no deliverables manifest lists what the campaign produced, so no output can pass its checks"
+    elif not any(r.check.entry.kind == OUTPUT_KIND for r in results):
+        why = "no predictions deliverable was listed, so no complete corpus was delivered"
+    else:
+        why = "no predictions deliverable passed its checks (see the rejections)"
+    return Costs(plan.order.currency, rental, included, 0, None, None, why, rejections, missing)
