@@ -30,6 +30,8 @@ PAGES = [
     ("runs.html", "Runs"),
     ("stops.html", "Stops"),
     ("checkpoints.html", "Checkpoints"),
+    ("deliverables.html", "Deliverables"),
+    ("costs.html", "Costs"),
     ("inputs.html", "Inputs"),
 ]
 ASSETS = ("style.css", "site.js")
