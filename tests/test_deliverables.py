@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from conftest import SAMPLE_PLAN
 
+from reportgen.analysis.options import plan_options
+from reportgen.analysis.schedule import reconcile
 from reportgen.build import prepare
+from reportgen.cli import cli
 from reportgen.ingest import ingest
+from reportgen.model import Campaign
 from reportgen.plan.schema import Plan
 from reportgen.verify import check_deliverables, temp_root
 
@@ -158,3 +163,33 @@ def test_when_nothing_passed_the_cost_is_undefined_with_the_confirmed_cost_and_e
     assert costs["confirmed_total"] == 47.14 and "no predictions deliverable passed" in costs["undefined_reason"]
     assert [r["deliverable"] for r in costs["rejections"]] == ["predictions-control", "adapter-lora-r64"]
     assert set(costs["missing_deliverables"]) == {"predictions-lora-r16", "adapter-lora-r16", "error-analysis", "stop-reasons"}
+
+
+def test_the_seed_overrun_lists_the_7_day_lot_two_lots_with_the_caveat_and_a_reduced_protocol(sample_plan_data):
+    sample_plan_data["schedule"]["steps"][6]["hours"] += 30  # train-r16: the 48 h plan grows by 30 h to 78 h
+    plan = Plan.model_validate(sample_plan_data)
+    schedule = reconcile(plan, Campaign(root="."))
+    assert schedule.planned_hours == 78 and schedule.window.hours == 72
+    options = {o.label: o for o in plan_options(plan, schedule)}
+    week = options["RTX 4090, 7 days"]
+    assert week.price == 110 and week.fits and week.kind == "catalogue"
+    assert not options["RTX 4090, 3 days"].fits
+    two = options["two RTX 4090, 3 days lots"]
+    assert two.price == 94.28 and "neither shorten a run nor pool memory" in two.note
+    reduced = options["reduced protocol"]
+    assert reduced.price == 47.14 and reduced.dropped == ["train-r64", "explore-len2048"] and reduced.fits
+    assert "saves" in reduced.note and reduced.hours_needed < 72
+    assert plan_options(Plan.model_validate(yaml.safe_load(SAMPLE_PLAN.read_text())), reconcile(
+        Plan.model_validate(yaml.safe_load(SAMPLE_PLAN.read_text())), Campaign(root="."))) == []  # 48 h fits
+
+
+def test_an_overrun_campaign_shows_its_plan_options_on_the_costs_page(tmp_path, sample_plan_data, write_plan):
+    def edit(data):
+        data["schedule"]["steps"][6]["hours"] += 30
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    result = CliRunner().invoke(cli, ["build", str(logs), str(write_plan(sample_plan_data, edit)), "-o", str(tmp_path / "site"), "-q"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "site" / "costs.html").read_text()
+    assert "Plan options" in page and "110.00 USD" in page and "94.28 USD" in page and "reduced protocol" in page

@@ -10,6 +10,7 @@ from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
 from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
 from reportgen.analysis.interval import SaveInterval, save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
+from reportgen.analysis.options import PlanOption, plan_options
 from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
@@ -43,6 +44,7 @@ class Analysis:
     interval: SaveInterval
     deliverables: list[DeliverableResult]
     costs: Costs
+    options: list[PlanOption]
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -97,10 +99,11 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         planned_minutes=plan.checkpoints.interval_minutes,
     )
     deliverables = judge(plan, campaign, checks or [], statuses, results)
+    schedule = reconcile(plan, campaign)
     return Analysis(
         plan=plan,
         campaign=campaign,
-        schedule=reconcile(plan, campaign),
+        schedule=schedule,
         run_variants=run_variants,
         statuses=statuses,
         ledger=ledger,
@@ -111,6 +114,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         interval=interval,
         deliverables=deliverables,
         costs=costs(plan, deliverables),
+        options=plan_options(plan, schedule),
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

@@ -241,7 +241,11 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "rejections": [{"deliverable": d, "reasons": reasons} for d, reasons in analysis.costs.rejections],
             "missing_deliverables": analysis.costs.missing,
         },
-        "plan_options": [],
+        "plan_options": [
+            {"label": o.label, "kind": o.kind, "price": o.price, "currency": o.currency, "fits": o.fits, "note": o.note,
+             "hours_needed": hours(o.hours_needed), "hours_available": hours(o.hours_available), "dropped": o.dropped}
+            for o in analysis.options
+        ],
         "estimates": [],
         "uncertainties": uncertainties,
         "decisions": [

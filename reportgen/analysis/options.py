@@ -1,0 +1,107 @@
+"""Plan options when the schedule does not fit the rented window (R7, R8).
+
+Compared by lot price, never by a derived hourly rate: the catalogue's longer lots, two lots
+side by side where independent variants exist (they neither shorten a run nor pool memory),
+and a reduced protocol that drops useful and exploratory items and keeps what answers the
+question. A multi-GPU lot (a B200 lot holds 2 GPUs) is one price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reportgen.analysis.schedule import ScheduleReport, planned_hours, planned_timeline
+from reportgen.plan.schema import Lot, Plan
+
+
+@dataclass
+class PlanOption:
+    kind: str  # catalogue | two_lots | reduced
+    label: str
+    price: float
+    currency: str
+    fits: bool | None
+    note: str
+    hours_needed: float
+    hours_available: float | None
+    dropped: list[str] = field(default_factory=list)
+
+
+def _independent_variant_steps(plan: Plan) -> list[str]:
+    """GPU steps of different variants that do not depend on one another (directly or not)."""
+    steps = {s.id: s for s in plan.schedule.steps}
+
+    def ancestors(step_id: str, seen: set[str] | None = None) -> set[str]:
+        seen = seen if seen is not None else set()
+        for dep in steps[step_id].depends_on:
+            if dep in steps and dep not in seen:
+                seen.add(dep)
+                ancestors(dep, seen)
+        return seen
+
+    gpus = set(plan.gpu_names())
+    candidates = [s for s in plan.schedule.steps if s.variant and s.resource in gpus]
+    return [s.id for s in candidates
+            if any(o.variant != s.variant and o.id not in ancestors(s.id) and s.id not in ancestors(o.id) for o in candidates)]
+
+
+def _two_lot_hours(plan: Plan, independent: list[str]) -> float:
+    """The planned length with a second lot's GPUs taking every other independent variant step."""
+    lot = plan.order.lots[0]
+    extra = Lot(**{**lot.model_dump(), "gpu_names": [f"{name}-second" for name in plan.gpu_names()[: lot.gpus]]})
+    moved = []
+    for index, step in enumerate(plan.schedule.steps):
+        if step.id in independent and independent.index(step.id) % 2 == 1:
+            step = step.model_copy(update={"resource": f"{step.resource}-second"})
+        moved.append(step)
+    trial = plan.model_copy(update={
+        "order": plan.order.model_copy(update={"lots": [*plan.order.lots, extra]}),
+        "schedule": plan.schedule.model_copy(update={"steps": moved}),
+    })
+    return planned_hours(planned_timeline(trial))
+
+
+def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
+    """The options, when the planned or the actual schedule is longer than the window; none otherwise."""
+    window = schedule.window.hours
+    needed = max(schedule.planned_hours, schedule.actual_hours or 0.0)
+    if needed <= window + 1e-9:
+        return []
+    lot = plan.order.lots[0]
+    currency = plan.order.currency
+    which = "actual" if (schedule.actual_hours or 0.0) > schedule.planned_hours else "planned"
+    options: list[PlanOption] = []
+    for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus), key=lambda c: (c.price, c.days)):
+        hours = entry.days * 24.0
+        gpus = f", {entry.gpus} GPUs in one lot at one price" if entry.gpus > 1 else ""
+        options.append(PlanOption(
+            "catalogue", entry.label, entry.price, entry.currency or currency, hours >= needed,
+            f"one lot of {entry.days} days: a {hours:g} h window for the {needed:.1f} h the {which} schedule needs{gpus}",
+            needed, hours))
+    independent = _independent_variant_steps(plan)
+    two_price = round(2 * sum(l.price for l in plan.order.lots[:1]), 2)
+    caveat = "two lots run independent variants side by side; they neither shorten a run nor pool memory (R8)"
+    if independent:
+        hours = _two_lot_hours(plan, independent)
+        extra = needed - schedule.planned_hours  # an actual overrun the plan did not foresee stays
+        options.append(PlanOption(
+            "two_lots", f"two {lot.label} lots", two_price, currency, hours + extra <= window,
+            f"{caveat}: independent variant steps {', '.join(independent)} split across them give about "
+            f"{hours + extra:.1f} h in the {window:g} h window", hours + extra, window))
+    else:
+        options.append(PlanOption(
+            "two_lots", f"two {lot.label} lots", two_price, currency, False,
+            f"{caveat}; this plan has no independent variant steps, so a second lot would not help", needed, window))
+    optional = [s for s in plan.schedule.steps if s.category in ("useful", "exploratory")]
+    if optional:
+        kept = plan.model_copy(update={"schedule": plan.schedule.model_copy(update={
+            "steps": [s.model_copy(update={"depends_on": [d for d in s.depends_on if d not in {o.id for o in optional}]})
+                      for s in plan.schedule.steps if s not in optional]})})
+        saved = schedule.planned_hours - planned_hours(planned_timeline(kept))
+        options.append(PlanOption(
+            "reduced", "reduced protocol", round(sum(l.price for l in plan.order.lots), 2), currency,
+            needed - saved <= window,
+            f"drop {', '.join(f'{s.id} ({s.category})' for s in optional)}: saves {saved:.1f} h, "
+            f"{needed - saved:.1f} h left; the required items still answer the question", needed - saved, window,
+            [s.id for s in optional]))
+    return options
