@@ -90,6 +90,7 @@ def test_order_note_is_short_and_names_the_order(sample_site):
     assert "IG-2026-1102-4090-0417" in note
     assert "47.14 USD" in note
     assert "Cost per passed output: 23.57 USD over 2 passed outputs" in note
+    assert "Other costs: Reference summaries (annotation vendor) 120.00 USD (external, apart from the rental)" in note
     runs = next(line for line in note.splitlines() if line.startswith("- Runs: 9 "))
     assert "interrupted runs held 5.5 GPU h" in runs
     assert "S2-quality on lora-r64-1 (script and logs disagree)" in runs and "S4-resume on eval-all-1" in runs

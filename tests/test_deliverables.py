@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 import struct
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,28 @@ def test_an_overrun_campaign_shows_its_plan_options_on_the_costs_page(tmp_path, 
     assert result.exit_code == 0, result.output
     page = (tmp_path / "site" / "costs.html").read_text()
     assert "Plan options" in page and "110.00 USD" in page and "94.28 USD" in page and "reduced protocol" in page
+
+
+def test_a_deliverable_transfer_logged_before_or_after_the_lot_end_is_its_location(logs, sample_plan_data, event_log, clock):
+    log = event_log("transfers.jsonl", run="lora-r16-2")
+    log.run_start(config={})
+    clock.hours(5)
+    log.checkpoint_transfer(path="/job/out/preds.jsonl", seconds=3.0, destination="team bucket")
+    clock.at += timedelta(days=4)
+    log.checkpoint_transfer(path="/job/out/gaps.jsonl", seconds=3.0, destination="team bucket")
+    log.run_end(status="completed", step=1)
+    (logs / "manifest.yaml").write_text(yaml.safe_dump({"deliverables": [
+        {"id": "early", "kind": "metrics", "path": "out/preds.jsonl"},
+        {"id": "late", "kind": "metrics", "path": "out/gaps.jsonl"},
+        {"id": "here", "kind": "metrics", "path": "corpus.ids"},
+        {"id": "gone", "kind": "metrics", "path": "out/missing.json"},
+    ]}))
+    report = prepare(logs, write_plan_file(logs.parent, sample_plan_data)).report
+    where = {d["id"]: d["location"]["status"] for d in report["deliverables"]}
+    assert where == {"early": "transferred", "late": "transferred_after_lot_end", "here": "copy_in_logs", "gone": "missing"}
+
+
+def write_plan_file(folder: Path, data: dict) -> Path:
+    path = folder / "plan.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

@@ -98,8 +98,8 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         assumed_mtbi_hours=plan.checkpoints.mean_hours_between_interruptions,
         planned_minutes=plan.checkpoints.interval_minutes,
     )
-    deliverables = judge(plan, campaign, checks or [], statuses, results)
     schedule = reconcile(plan, campaign)
+    deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     return Analysis(
         plan=plan,
         campaign=campaign,

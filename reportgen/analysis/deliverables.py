@@ -10,13 +10,24 @@ outputs is the cost per passed output, undefined — never zero — when none pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from reportgen.analysis.verdicts import RunStatus, VariantResult
-from reportgen.model import Campaign
+from reportgen.model import Campaign, Evidence, same_path
 from reportgen.plan.schema import Plan
 from reportgen.verify import DeliverableCheck
 
 OUTPUT_KIND = "predictions"
+
+
+@dataclass
+class Location:
+    """Where a deliverable is (R12): copied off the rented machine before the lot ended, or not."""
+
+    status: str  # transferred | transferred_after_lot_end | copy_in_logs | missing
+    at: datetime | None = None
+    destination: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
 
 
 @dataclass
@@ -26,6 +37,7 @@ class DeliverableResult:
     reasons: list[str]
     duplicate_of: str | None = None
     planned: bool = False
+    location: Location | None = None
 
     @property
     def id(self) -> str:
@@ -51,7 +63,8 @@ class Costs:
 
 
 def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], statuses: dict[str, RunStatus],
-          variants: list[VariantResult]) -> list[DeliverableResult]:
+          variants: list[VariantResult], deadline: datetime) -> list[DeliverableResult]:
+    """Each deliverable's verdict; `deadline` is the end of the last lot, for where its files are."""
     by_variant = {v.variant.id: v for v in variants}
     planned = {d.id for d in plan.deliverables}
     op = ">=" if plan.quality.direction == "higher" else "<="
@@ -74,9 +87,24 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
                 value = f" ({result.value:.4g})" if isinstance(result.value, float) else ""
                 reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} "
                                f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
-        results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned))
+        results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned,
+                                         location=_location(check, campaign, deadline)))
     _mark_duplicates(results)
     return results
+
+
+def _location(check: DeliverableCheck, campaign: Campaign, deadline: datetime) -> Location:
+    """A transfer logged for one of the deliverable's paths, else whether its files are under LOGS."""
+    transfers = sorted((op for op in campaign.checkpoint_ops if op.op == "transfer" and op.path
+                        and any(same_path(op.path, p) for p in check.entry.paths)), key=lambda op: (op.at, op.evidence))
+    before = [op for op in transfers if op.at <= deadline]
+    if before:
+        return Location("transferred", before[0].at, before[0].destination, [before[0].evidence])
+    if transfers:
+        return Location("transferred_after_lot_end", transfers[0].at, transfers[0].destination, [transfers[0].evidence])
+    if check.files and all(f.exists for f in check.files):
+        return Location("copy_in_logs")
+    return Location("missing")
 
 
 def _mark_duplicates(results: list[DeliverableResult]) -> None:

@@ -14,6 +14,14 @@ def _h(value: float | None) -> str:
     return "not measured" if value is None else f"{value:.1f} h"
 
 
+def _other_costs(costs: dict) -> list[str]:
+    """Other costs as given in the plan: billed with the order, or external and kept apart (R13)."""
+    currency = costs["currency"]
+    parts = [f"{c['label']} {c['amount']:.2f} {currency} (with the order)" for c in costs["other_included"]]
+    parts += [f"{c['label']} {c['amount']:.2f} {currency} (external, apart from the rental)" for c in costs["external"]]
+    return [f"- Other costs: {_clip('; '.join(parts), 300)}"] if parts else []
+
+
 def _runs_line(report: dict) -> str | None:
     """How the runs ended, the GPU time the interrupted ones held, and which rules stopped what (R10)."""
     if not report["runs"]:
@@ -61,6 +69,7 @@ def order_note(report: dict) -> str:
         f"- Verdict: {campaign['verdict']}. {_clip(campaign['conclusion'], 400)}",
         f"- Confirmed cost: {costs['confirmed_total']:.2f} {currency} ({lots})",
         f"- Cost per passed output: {per_output}",
+        *_other_costs(costs),
         f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
     ]
     runs = _runs_line(report)

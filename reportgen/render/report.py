@@ -224,7 +224,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         },
         "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
         "checkpoints": _checkpoints_json(analysis, tz),
-        "deliverables": [_deliverable_json(r) for r in analysis.deliverables],
+        "deliverables": [_deliverable_json(r, tz) for r in analysis.deliverables],
         "costs": {
             "currency": plan.order.currency,
             "provider": plan.order.provider,
@@ -434,8 +434,9 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
     }
 
 
-def _deliverable_json(result: DeliverableResult) -> dict:
+def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
     entry = result.check.entry
+    where = result.location
     return {
         "id": entry.id,
         "kind": entry.kind,
@@ -453,6 +454,8 @@ def _deliverable_json(result: DeliverableResult) -> dict:
         "files": [{"path": f.path, "exists": f.exists, "bytes": f.bytes, "sha256": f.sha256, "reloadable": f.reloadable,
                    "reasons": f.reasons} for f in result.check.files],
         "ids": result.check.ids,
+        "location": {"status": where.status, "at": iso(where.at, tz), "destination": where.destination,
+                     "evidence": evidence(where.evidence)} if where else None,
         "evidence": evidence([entry.evidence]),
     }
 
