@@ -146,10 +146,18 @@ def reload_check(path: Path) -> str:
 
 
 def _files(target: Path) -> list[Path]:
-    """A file, or every file in a folder (links inside are followed only when they stay in the folder)."""
+    """A file, or every file in a folder; links to folders are not entered, links to files only when
+    they stay in the folder (nothing outside is read)."""
     if target.is_file():
         return [target]
-    return sorted(p for p in target.rglob("*") if p.is_file() and p.resolve().is_relative_to(target.resolve()))
+    root = target.resolve()
+    found = []
+    for folder, _dirs, names in os.walk(target, followlinks=False):
+        for name in names:
+            path = Path(folder) / name
+            if path.is_file() and path.resolve().is_relative_to(root):
+                found.append(path)
+    return sorted(found)
 
 
 def check_paths(logs: Path, entry: ManifestEntry) -> list[FileReport]:

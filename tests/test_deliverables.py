@@ -219,3 +219,15 @@ def write_plan_file(folder: Path, data: dict) -> Path:
     path = folder / "plan.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def test_a_folder_deliverable_never_reads_through_links_that_leave_it(logs, sample_plan_data, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "weights.bin").write_bytes(b"\x00" * 10)
+    (logs / "out" / "adapter-good" / "linked").symlink_to(outside, target_is_directory=True)
+    (logs / "out" / "adapter-good" / "leak.json").symlink_to(tmp_path / "secret.txt")
+    checks = checks_for(logs, [{"id": "a", "kind": "adapter", "path": "out/adapter-good"}], sample_plan_data)
+    folder = logs / "out" / "adapter-good"
+    inside = (folder / "adapter_model.safetensors").stat().st_size + (folder / "adapter_config.json").stat().st_size
+    assert checks["a"].file_ok and checks["a"].files[0].bytes == inside  # neither link was read
