@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import copy
 
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
 from reportgen.analysis import analyse
+from reportgen.build import prepare
 from reportgen.ingest import ingest
 from reportgen.plan.schema import Plan
 
@@ -127,3 +130,29 @@ def test_a_variant_that_completed_is_judged_on_its_value_even_if_dropped_later(s
     finished_run(event_log, "vb-1", 0.5)
     event_log("campaign.jsonl").decision("after-pilot", "drop_variant", variant="vb")
     assert verdicts(plan, tmp_path)[0]["vb"] == "passed"
+
+
+def test_decision_points_are_taken_missed_or_pending(sample_plan_data, tmp_path, event_log, clock, write_plan):
+    data = copy.deepcopy(sample_plan_data)
+    data["decision_points"] = [{"id": "after-pilot", "after": "pilot"}, {"id": "after-r16", "after": "train-r16"},
+                               {"id": "after-eval", "after": "evaluate"}]
+    log = event_log("campaign.jsonl")
+    log.step_start("pilot")
+    clock.hours(3)
+    log.step_end("pilot")
+    log.decision("after-pilot", "pivot", reason="not an option of the point")
+    log.step_start("train-r16")
+    clock.hours(9)
+    log.step_end("train-r16")  # and no decision logged after it
+    report = prepare(tmp_path / "logs", write_plan(data)).report
+    points = {p["id"]: p for p in report["decision_points"]}
+    assert points["after-pilot"]["status"] == "taken" and points["after-pilot"]["decisions"][0]["in_options"] is False
+    assert points["after-r16"]["status"] == "missed" and points["after-r16"]["after_step_ended"]
+    assert points["after-eval"]["status"] == "pending"
+
+
+def test_plan_warnings_reach_the_report_with_their_line(tmp_path):
+    report = prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+    shared = next(w for w in report["plan_warnings"] if "(R5)" in w["message"])
+    assert "control-preds, train-r16, train-r64 share gpu0" in shared["message"] and "26 h, not the 9 h" in shared["message"]
+    assert SAMPLE_PLAN.read_text().splitlines()[shared["line"] - 1].strip() == "resource: gpu0"

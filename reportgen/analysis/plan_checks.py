@@ -66,6 +66,7 @@ def check_plan(plan: Plan) -> list[Finding]:
             findings.append(
                 Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required (R2)")
             )
+    findings += _shared_gpu_groups(plan)
     for index, rule in enumerate(plan.stop_rules):
         if rule.kind == "below_threshold" and rule.after_step is None:
             findings.append(
@@ -82,6 +83,42 @@ def check_plan(plan: Plan) -> list[Finding]:
                     f"{lot.price:g} differs from the catalogue's {listed[0].price:g} for {lot.gpu}, {lot.days} days",
                 )
             )
+    return findings
+
+
+def _shared_gpu_groups(plan: Plan) -> list[Finding]:
+    """R5: steps on one GPU that nothing orders may look parallel in the plan; they run one after another."""
+    steps = {s.id: s for s in plan.schedule.steps}
+    index = {s.id: i for i, s in enumerate(plan.schedule.steps)}
+
+    def before(step_id: str) -> set[str]:
+        seen: set[str] = set()
+        stack = list(steps[step_id].depends_on)
+        while stack:
+            current = stack.pop()
+            if current in steps and current not in seen:
+                seen.add(current)
+                stack.extend(steps[current].depends_on)
+        return seen
+
+    ancestors = {s: before(s) for s in steps}
+    findings = []
+    for gpu in plan.gpu_names():
+        on_gpu = [s for s in plan.schedule.steps if s.resource == gpu]
+        groups: list[set[str]] = []
+        for a in on_gpu:
+            for b in on_gpu:
+                if index[a.id] < index[b.id] and a.id not in ancestors[b.id] and b.id not in ancestors[a.id]:
+                    joined = [g for g in groups if a.id in g or b.id in g]
+                    merged = set().union(*joined, {a.id, b.id})
+                    groups = [g for g in groups if g not in joined] + [merged]
+        for group in groups:
+            members = sorted(group, key=index.__getitem__)
+            hours = [steps[m].hours for m in members]
+            findings.append(Finding(
+                "warning", ("schedule", "steps", index[members[0]], "resource"),
+                f"{', '.join(members)} share {gpu} and nothing orders them: they run one after another "
+                f"({sum(hours):g} h, not the {max(hours):g} h of running them side by side) (R5)"))
     return findings
 
 

@@ -15,10 +15,11 @@ from reportgen import __version__
 from reportgen.analysis import Analysis
 from reportgen.analysis.checkpoints import RunCheckpoint
 from reportgen.analysis.deliverables import DeliverableResult
+from reportgen.analysis.plan_checks import check_plan
 from reportgen.analysis.stops import Stop
 from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
-from reportgen.plan.load import LoadedPlan
+from reportgen.plan.load import LoadedPlan, format_key
 
 SCHEMA = "reportgen.report/1"
 
@@ -181,6 +182,8 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "frozen_at": frozen.frozen_at if frozen else None,
             "reconciled_against": "frozen original" if frozen else "plan as given (not frozen)",
         },
+        "plan_warnings": _plan_warnings(analysis, frozen.plan if frozen else current),
+        "decision_points": _decision_points(analysis, tz),
         "inputs": inputs_json(campaign),
         "problems": problems,
         "runs": runs,
@@ -432,6 +435,37 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
         ],
         "runs_without_resumable_checkpoint": flagged,
     }
+
+
+def _plan_warnings(analysis: Analysis, reference: LoadedPlan) -> list[dict]:
+    """What `reportgen check` says of the plan the campaign was reconciled against (R2, R4, R5, R8)."""
+    return [{"level": f.level, "key": format_key(f.key), "line": reference.line_of(f.key), "message": f.message}
+            for f in check_plan(analysis.plan)]
+
+
+def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
+    """R3: each decision point of the plan, taken (when, what, why) or missed once its step ended."""
+    ends = {item.step.id: item.actual.end for item in analysis.schedule.steps}
+    out = []
+    for point in analysis.plan.decision_points:
+        taken = sorted((d for d in analysis.campaign.decisions if d.point == point.id), key=lambda d: (d.at, d.evidence))
+        if taken:
+            status = "taken"
+        elif ends.get(point.after) is not None:
+            status = "missed"
+        else:
+            status = "pending"
+        out.append({
+            "id": point.id,
+            "after": point.after,
+            "question": point.question,
+            "options": point.options,
+            "status": status,
+            "after_step_ended": iso(ends.get(point.after), tz),
+            "decisions": [{"decision": d.decision, "variant": d.variant, "at": iso(d.at, tz), "reason": d.reason,
+                           "in_options": d.decision in point.options, "evidence": evidence([d.evidence])} for d in taken],
+        })
+    return out
 
 
 def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
