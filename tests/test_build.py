@@ -52,7 +52,8 @@ def test_sample_schedule_reproduces_the_seed_window_arithmetic(report):
     for step in schedule["steps"]:
         if step["actual_hours"] is not None:
             assert step["variance_hours"] == pytest.approx(step["actual_hours"] - step["planned_hours"], abs=1e-3)
-            assert step["planned_hours"] + step["unexplained_hours"] == pytest.approx(step["actual_hours"], abs=1e-3)
+            explained = sum(c["hours"] for c in step["explained"])
+            assert step["planned_hours"] + explained + step["unexplained_hours"] == pytest.approx(step["actual_hours"], abs=1e-3)
 
 
 def test_sample_runs_variants_and_verdict(report):

@@ -62,4 +62,5 @@ def test_any_story_in_the_logs_builds_a_report(tmp_path_factory, events):
     for step in built.report["schedule"]["steps"]:
         if step["actual_hours"] is not None:
             assert step["actual_hours"] >= 0
-            assert abs(step["planned_hours"] + step["unexplained_hours"] - step["actual_hours"]) < 1e-3
+            assert abs(step["planned_hours"] + sum(c["hours"] for c in step["explained"]) + step["unexplained_hours"]
+                       - step["actual_hours"]) < 1e-3

@@ -14,6 +14,7 @@ from reportgen.analysis.options import PlanOption, plan_options
 from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
+from reportgen.analysis.variance import StepVariance, explain
 from reportgen.analysis.verdicts import (
     RunStatus,
     VariantResult,
@@ -45,6 +46,7 @@ class Analysis:
     deliverables: list[DeliverableResult]
     costs: Costs
     options: list[PlanOption]
+    variance: dict[str, StepVariance]
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -115,6 +117,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         deliverables=deliverables,
         costs=costs(plan, deliverables),
         options=plan_options(plan, schedule),
+        variance=explain(schedule, campaign, statuses, checkpoints),
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

@@ -125,9 +125,13 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "actual_end": iso(item.actual.end, tz),
                 "actual_basis": basis,
                 "variance_hours": hours(variance),
-                # Causes are not attributed yet: the whole variance stays visible as unexplained.
-                "explained": [],
-                "unexplained_hours": hours(variance),
+                "explained": [
+                    {"cause": c.cause, "hours": hours(c.hours), "evidence": evidence(c.evidence)}
+                    for c in (analysis.variance[item.step.id].causes if item.step.id in analysis.variance else [])
+                ],
+                # What no cause covers stays visible: planned + explained + unexplained = actual.
+                "unexplained_hours": hours(analysis.variance[item.step.id].unexplained_hours)
+                if item.step.id in analysis.variance else hours(variance),
                 "evidence": evidence(item.actual.evidence),
             }
         )

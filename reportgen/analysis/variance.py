@@ -1,0 +1,166 @@
+"""Variance explained (R16): a step's actual minus planned hours, split into causes with evidence.
+
+For each schedule step that was measured, the runs that worked in it (its `runs` patterns, or
+the runs that started inside its span) give the causes, each counted inside the step's span:
+
+- start-up: a run's start to its first logged step;
+- evaluation: the seconds its evaluations took;
+- checkpoints: the seconds of its saves, transfers, restores and reload tests;
+- writing outputs: its last logged step to its end;
+- lost work: an interrupted run's last checkpoint to its crash (all of it when nothing was saved);
+- downtime: a crash to the next run's start;
+- waiting: time in the step when no run was at work (before the first, after the last, gaps).
+
+What no cause covers is *unexplained*: planned + causes + unexplained = actual, always.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from reportgen.analysis.checkpoints import RunCheckpoint
+from reportgen.analysis.schedule import ScheduleReport, hours_between, runs_matching
+from reportgen.analysis.verdicts import RunStatus
+from reportgen.model import Campaign, Evidence
+
+CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting")
+
+
+@dataclass
+class Cause:
+    cause: str
+    hours: float
+    evidence: list[Evidence] = field(default_factory=list)
+    note: str | None = None
+
+
+@dataclass
+class StepVariance:
+    step: str
+    planned_hours: float
+    actual_hours: float
+    causes: list[Cause]
+
+    @property
+    def unexplained_hours(self) -> float:
+        return self.actual_hours - self.planned_hours - sum(c.hours for c in self.causes)
+
+
+def _clip(start: datetime, end: datetime, lo: datetime, hi: datetime) -> float:
+    """Hours of [start, end] inside [lo, hi]."""
+    a, b = max(start, lo), min(end, hi)
+    return hours_between(a, b) if b > a else 0.0
+
+
+@dataclass
+class _Pace:
+    """A run's first and last timed metric rows and its seconds per step between them."""
+
+    first: tuple[datetime, int, Evidence]
+    last: tuple[datetime, int, Evidence]
+    seconds_per_step: float | None
+
+
+def _pace(frame: pd.DataFrame | None) -> _Pace | None:
+    if frame is None or not len(frame):
+        return None
+    timed = frame[frame["ts"].notna() & frame["step"].notna()]
+    if not len(timed):
+        return None
+    first, last = timed.loc[timed["ts"].idxmin()], timed.loc[timed["ts"].idxmax()]
+
+    def where(row) -> tuple[datetime, int, Evidence]:
+        line = None if pd.isna(row["line"]) else int(row["line"])
+        return row["ts"].to_pydatetime(), int(row["step"]), Evidence(str(row["path"]), line)
+
+    a, b = where(first), where(last)
+    rate = (b[0] - a[0]).total_seconds() / (b[1] - a[1]) if b[1] > a[1] else None
+    return _Pace(a, b, rate)
+
+
+def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
+            checkpoints: dict[str, list[RunCheckpoint]]) -> dict[str, StepVariance]:
+    """Every measured step's variance split into causes; steps with no actual time are left out."""
+    frames = {str(run): group for run, group in campaign.metrics.groupby("run", sort=True)} if len(campaign.metrics) else {}
+    starts = {e.run: e.step for e in campaign.run_events if e.kind == "start" and e.step is not None}
+    out: dict[str, StepVariance] = {}
+    for item in schedule.steps:
+        span = item.actual
+        if span.hours is None or span.start is None or span.end is None:
+            continue
+        lo, hi = span.start, span.end
+        runs = runs_matching(item.step.runs, campaign.runs) if item.step.runs else []
+        if not runs:
+            runs = [r for r in campaign.runs.values() if r.started_at is not None and lo <= r.started_at < hi]
+        runs = sorted((r for r in runs if r.started_at is not None), key=lambda r: (r.started_at, r.id))
+        totals: dict[str, Cause] = {name: Cause(name, 0.0) for name in CAUSES}
+
+        busy: list[tuple[datetime, datetime]] = []
+        for index, run in enumerate(runs):
+            end = run.ended_at or run.last_seen_at or run.started_at
+            busy.append((run.started_at, end))
+            pace = _pace(frames.get(run.id))
+            begins = starts.get(run.id, 0)  # a resumed run starts past 0
+            if pace is not None and (pace.seconds_per_step is not None or pace.first[1] <= begins + 1):
+                # The first logged step came after some steps of work; the time before those is start-up.
+                # Without a pace (one timed row) that split is unknown, and nothing is counted.
+                worked = max(0, pace.first[1] - begins) * (pace.seconds_per_step or 0.0)
+                ready = pace.first[0] - timedelta(seconds=worked)
+                _add(totals, "start-up", _clip(run.started_at, ready, lo, hi), run.start_evidence, pace.first[2])
+            for evaluation in campaign.evaluations:
+                if evaluation.run == run.id and evaluation.seconds and evaluation.at is not None and lo <= evaluation.at <= hi:
+                    _add(totals, "evaluation", _ended(evaluation.seconds, evaluation.at, lo), evaluation.evidence)
+            for op in campaign.checkpoint_ops:
+                if op.run == run.id and op.seconds and lo <= op.at <= hi:
+                    _add(totals, "checkpoints", _ended(op.seconds, op.at, lo), op.evidence)
+            for test in campaign.reload_tests:
+                if test.run == run.id and test.seconds and lo <= test.at <= hi:
+                    _add(totals, "checkpoints", _ended(test.seconds, test.at, lo), test.evidence)
+            status = statuses[run.id].status
+            if status == "interrupted":
+                crash = run.last_seen_at or end
+                saved = [c for c in checkpoints.get(run.id, []) if c.at is not None and c.at <= crash]
+                since = max((c.at for c in saved), default=run.started_at)
+                _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or []))
+                following = runs[index + 1] if index + 1 < len(runs) else None
+                if following is not None and following.started_at > crash:
+                    _add(totals, "downtime", _clip(crash, following.started_at, lo, hi), following.start_evidence)
+                    busy.append((crash, following.started_at))  # counted as downtime, not waiting
+            elif run.ended_at is not None and pace is not None:
+                # Steps after the last logged one (to the run's last step) were work, not output writing.
+                remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
+                done = pace.last[0] + timedelta(seconds=max(0.0, remaining))
+                _add(totals, "writing outputs", _clip(done, run.ended_at, lo, hi), pace.last[2], run.end_evidence)
+        if runs:
+            _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
+        causes = [c for c in totals.values() if c.hours > 0]
+        for cause in causes:
+            cause.evidence = sorted(set(cause.evidence))[:20]
+        out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
+    return out
+
+
+def _ended(seconds: float, at: datetime, lo: datetime) -> float:
+    """Hours of an operation that took `seconds` and ended at `at`, counted from the step's start only."""
+    return min(seconds / 3600.0, hours_between(lo, at))
+
+
+def _add(totals: dict[str, Cause], name: str, hours: float, *evidence: Evidence | None) -> None:
+    if hours > 0:
+        totals[name].hours += hours
+        totals[name].evidence += [e for e in evidence if e is not None]
+
+
+def _idle(lo: datetime, hi: datetime, busy: list[tuple[datetime, datetime]]) -> float:
+    """Hours of [lo, hi] not covered by any busy interval."""
+    covered, cursor = 0.0, lo
+    for start, end in sorted(busy):
+        start, end = max(start, cursor), min(end, hi)
+        if end > start:
+            covered += hours_between(start, end)
+            cursor = end
+    return max(0.0, hours_between(lo, hi) - covered)
+
