@@ -34,15 +34,26 @@ def rendered_dom(page, tmp_path) -> str:
     return result.stdout
 
 
+def chart_dom(dom: str, figure: str) -> str:
+    """The part of the page's DOM that holds one chart (up to the next chart)."""
+    start = re.search(rf'data-figure="[^"]*figure-{re.escape(figure)}"', dom)
+    assert start, f"no chart {figure}"
+    following = dom.find('data-figure="', start.end())
+    return dom[start.start(): following if following > 0 else len(dom)]
+
+
 def test_schedule_gantt_is_drawn_from_the_shipped_plotly_over_file_urls(tmp_path):
     site = tmp_path / "site"
     assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
     dom = rendered_dom(site / "schedule.html", tmp_path)
     assert 'class="main-svg"' in dom, "plotly did not draw the chart"
-    bars = re.findall(r'<g class="point"', dom)
+    gantt = chart_dom(dom, "gantt")
     # 12 planned steps, 11 measured (the dropped exploratory step never ran).
-    assert len(bars) == 12 + 11
-    assert "end of rented window" in dom
+    assert len(re.findall(r'<g class="point"', gantt)) == 12 + 11
+    assert "end of rented window" in gantt
+    waterfall = chart_dom(dom, "waterfall")
+    # planned, seven causes, unexplained, actual
+    assert len(re.findall(r'<g class="point"', waterfall)) == 10 and "52.28 h" in waterfall
 
 
 def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):
@@ -54,7 +65,7 @@ def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):
     alone.write_bytes((site / "report.html").read_bytes())  # as an attachment: no assets beside it
     dom = rendered_dom(alone, tmp_path)
     assert 'class="main-svg"' in dom
-    assert len(re.findall(r'<g class="point"', dom)) == 12 + 11
+    assert len(re.findall(r'<g class="point"', chart_dom(dom, "gantt"))) == 12 + 11
 
 
 def test_run_page_draws_every_metric_chart_with_its_stop_markers(tmp_path):

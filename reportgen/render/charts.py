@@ -147,3 +147,36 @@ def interval_chart(interval: dict) -> dict | None:
         legend={"orientation": "h", "y": 1.12}, shapes=shapes, annotations=notes,
     )
     return _to_dict(fig)
+
+
+def variance_waterfall(schedule: dict, step_id: str | None = None) -> dict | None:
+    """Planned -> each cause -> unexplained -> actual, for one step or (None) every measured step together."""
+    steps = [s for s in schedule["steps"] if s["actual_hours"] is not None and (step_id is None or s["id"] == step_id)]
+    if not steps:
+        return None
+    causes: dict[str, float] = {}
+    for step in steps:
+        for cause in step["explained"]:
+            causes[cause["cause"]] = causes.get(cause["cause"], 0.0) + cause["hours"]
+    planned = sum(s["planned_hours"] for s in steps)
+    unexplained = sum(s["unexplained_hours"] for s in steps)
+    actual = sum(s["actual_hours"] for s in steps)
+    labels = ["planned", *causes, "unexplained", "actual"]
+    values = [planned, *causes.values(), unexplained, actual]
+    trace = go.Waterfall(
+        x=labels,
+        y=[round(v, 4) for v in values],
+        measure=["absolute", *(["relative"] * (len(causes) + 1)), "total"],
+        text=[f"{v:+.2f} h" if 0 < i < len(values) - 1 else f"{v:.2f} h" for i, v in enumerate(values)],
+        textposition="outside",
+        connector={"line": {"color": "#c8ced6"}},
+        increasing={"marker": {"color": COLORS["open"]}},
+        decreasing={"marker": {"color": "#2e8540"}},
+        totals={"marker": {"color": COLORS["actual"]}},
+        hovertemplate="%{x}: %{y:.2f} h<extra></extra>",
+    )
+    fig = go.Figure([trace])
+    title = f"{step_id}: planned to actual" if step_id else f"{len(steps)} measured steps: planned to actual"
+    fig.update_layout(title={"text": title, "x": 0, "font": {"size": 14}}, height=340, showlegend=False,
+                      margin={"l": 60, "r": 20, "t": 40, "b": 60}, yaxis={"title": "hours"})
+    return _to_dict(fig)

@@ -153,6 +153,12 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
            run_figures: dict[str, list[MetricChart]]) -> list[tuple[Page, str, dict]]:
     """(page, template, extra context) for every page of the report."""
     figures = {"schedule.html": [Chart("gantt", charts_module.schedule_gantt(report["schedule"]))]}
+    waterfall = charts_module.variance_waterfall(report["schedule"])
+    if waterfall is not None:
+        figures["schedule.html"].append(Chart("waterfall", waterfall))
+    for step in report["schedule"]["steps"]:
+        if step["explained"]:
+            figures["schedule.html"].append(Chart(f"waterfall-{step['id']}", charts_module.variance_waterfall(report["schedule"], step["id"])))
     interval = charts_module.interval_chart(report["checkpoints"]["interval"])
     if interval is not None:
         figures["checkpoints.html"] = [Chart("interval", interval)]

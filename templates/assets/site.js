@@ -8,4 +8,10 @@
     var figure = JSON.parse(source.textContent);
     Plotly.newPlot(div, figure.data, figure.layout || {}, {responsive: true, displaylogo: false});
   });
+  // A chart drawn inside a closed <details> has no width to measure: size it when it opens.
+  document.querySelectorAll("details").forEach(function (details) {
+    details.addEventListener("toggle", function () {
+      details.querySelectorAll("div.chart").forEach(function (div) { Plotly.Plots.resize(div); });
+    });
+  });
 })();
