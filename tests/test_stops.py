@@ -102,6 +102,7 @@ def test_sample_runs_show_their_gpu_time_and_interrupted_runs_cost(sample):
     assert totals["gpu_hours_by_status"]["interrupted"] == pytest.approx(
         sum(r["gpu_hours"] for r in runs.values() if r["status"] == "interrupted"), abs=1e-3)
     assert totals["gpu_hours"] == pytest.approx(sum(totals["gpu_hours_by_status"].values()), abs=1e-3)
+    assert totals["busy_fraction"] == pytest.approx(totals["gpu_hours"] / 72.0, abs=1e-4)
 
 
 # --- Trainer logs with an overflow, a kill and healthy runs ---------------------------------

@@ -530,10 +530,13 @@ def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:
             unmeasured.append(run["id"])
             continue
         by_status[run["status"]] = by_status.get(run["status"], 0.0) + run["gpu_hours"]
+    held = sum(by_status.values()) if by_status else None
     return {
         "rented_gpu_hours": hours(rented),
         "gpu_hours_by_status": {k: hours(v) for k, v in sorted(by_status.items())},
-        "gpu_hours": hours(sum(by_status.values())) if by_status else None,
+        "gpu_hours": hours(held),
+        # R5: how busy the rented GPUs were with runs over the whole window (runs on cpu excluded).
+        "busy_fraction": round(held / rented, 4) if held is not None and rented > 0 else None,
         "runs_without_gpu_time": unmeasured,
     }
 
