@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 
+import numpy as np
 import pandas as pd
 
 MAX_PROBLEMS_PER_FILE = 200
@@ -33,6 +34,12 @@ def same_path(a: str, b: str) -> bool:
     if pa == pb:
         return True
     return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
+
+
+def metric_values(column: pd.Series, missing: float = float("nan")) -> tuple[np.ndarray, np.ndarray]:
+    """A metrics-frame column as (logged mask, float values): NaN logged stays NaN, `missing` fills rows not logged."""
+    logged = column.notna().to_numpy()
+    return logged, column.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=missing)
 
 
 @dataclass(frozen=True, order=True)

@@ -11,7 +11,13 @@ from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, jud
 from reportgen.analysis.interval import SaveInterval, save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.options import PlanOption, plan_options
-from reportgen.analysis.runs import RunTime, config_problems, continuations, run_time
+from reportgen.analysis.runs import (
+    RunTime,
+    chain_order,
+    config_problems,
+    continuations,
+    run_time,
+)
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
 from reportgen.analysis.variance import StepVariance, explain
@@ -26,8 +32,8 @@ from reportgen.analysis.verdicts import (
     variant_results,
 )
 from reportgen.model import Campaign, Evidence
-from reportgen.verify import DeliverableCheck
 from reportgen.plan.schema import Plan
+from reportgen.verify import DeliverableCheck
 
 
 @dataclass
@@ -40,6 +46,7 @@ class Analysis:
     ledger: Ledger
     run_times: dict[str, RunTime]
     continued_by: dict[str, list[str]]
+    run_order: list[str]  # by name, each continuation right after the run it resumes
     checkpoints: dict[str, list[RunCheckpoint]]
     non_finite: dict[str, list[NonFinite]]
     interval: SaveInterval
@@ -101,6 +108,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         planned_minutes=plan.checkpoints.interval_minutes,
     )
     schedule = reconcile(plan, campaign)
+    continued_by = continuations(campaign)
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     return Analysis(
         plan=plan,
@@ -110,7 +118,8 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         statuses=statuses,
         ledger=ledger,
         run_times=run_times,
-        continued_by=continuations(campaign),
+        continued_by=continued_by,
+        run_order=chain_order(campaign, continued_by),
         checkpoints=checkpoints,
         non_finite=windows,
         interval=interval,

@@ -19,6 +19,32 @@ PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "p
 
 
 @dataclass
+class Location:
+    """Where files are (R12): copied off the rented machine before the lot ended, or not.
+
+    status: transferred | transferred_after_lot_end | copy_in_logs | not_transferred | missing
+    """
+
+    status: str
+    at: datetime | None = None
+    destination: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def locate(transfers: list[CheckpointOp], deadline: datetime, on_disk: list[Evidence], otherwise: Location) -> Location:
+    """The first transfer before `deadline`, else the first one after it, else a copy under LOGS, else `otherwise`."""
+    ordered = sorted(transfers, key=lambda t: (t.at, t.evidence))
+    before = [t for t in ordered if t.at <= deadline]
+    if before:
+        return Location("transferred", before[0].at, before[0].destination, [before[0].evidence])
+    if ordered:
+        return Location("transferred_after_lot_end", ordered[0].at, ordered[0].destination, [ordered[0].evidence])
+    if on_disk:
+        return Location("copy_in_logs", evidence=on_disk[:1])
+    return otherwise
+
+
+@dataclass
 class RunCheckpoint:
     """One checkpoint of a run: what it holds and how that was decided, its operations and reload tests."""
 
@@ -59,10 +85,10 @@ class RunCheckpoint:
         timed = [o.seconds for o in ops if o.seconds is not None]
         return sum(timed) if timed else None
 
-    def transferred_by(self, deadline: datetime) -> CheckpointOp | None:
-        """The first transfer off the machine recorded before `deadline` (the lot's end), if any."""
-        done = [t for t in self.transfers if t.at <= deadline]
-        return min(done, key=lambda t: (t.at, t.evidence)) if done else None
+    def location(self, deadline: datetime) -> Location:
+        """Where the checkpoint is at the lot's end (`deadline`): its transfers, or its folder under LOGS."""
+        on_disk = [e for e in self.evidence if not any(e == op.evidence for op in self.saves)]
+        return locate(self.transfers, deadline, on_disk, Location("not_transferred", evidence=list(self.evidence)))
 
 
 def _merge_state(item: RunCheckpoint, state: dict[str, bool | None], basis: dict[str, str], prefer_true: bool) -> None:

@@ -12,22 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from reportgen.analysis.checkpoints import Location, locate
 from reportgen.analysis.verdicts import RunStatus, VariantResult
-from reportgen.model import Campaign, Evidence, same_path
+from reportgen.model import Campaign, same_path
 from reportgen.plan.schema import Plan
 from reportgen.verify import DeliverableCheck
 
 OUTPUT_KIND = "predictions"
-
-
-@dataclass
-class Location:
-    """Where a deliverable is (R12): copied off the rented machine before the lot ended, or not."""
-
-    status: str  # transferred | transferred_after_lot_end | copy_in_logs | missing
-    at: datetime | None = None
-    destination: str | None = None
-    evidence: list[Evidence] = field(default_factory=list)
 
 
 @dataclass
@@ -95,16 +86,10 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
 
 def _location(check: DeliverableCheck, campaign: Campaign, deadline: datetime) -> Location:
     """A transfer logged for one of the deliverable's paths, else whether its files are under LOGS."""
-    transfers = sorted((op for op in campaign.checkpoint_ops if op.op == "transfer" and op.path
-                        and any(same_path(op.path, p) for p in check.entry.paths)), key=lambda op: (op.at, op.evidence))
-    before = [op for op in transfers if op.at <= deadline]
-    if before:
-        return Location("transferred", before[0].at, before[0].destination, [before[0].evidence])
-    if transfers:
-        return Location("transferred_after_lot_end", transfers[0].at, transfers[0].destination, [transfers[0].evidence])
-    if check.files and all(f.exists for f in check.files):
-        return Location("copy_in_logs")
-    return Location("missing")
+    transfers = [op for op in campaign.checkpoint_ops
+                 if op.op == "transfer" and op.path and any(same_path(op.path, p) for p in check.entry.paths)]
+    present = bool(check.files) and all(f.exists for f in check.files)
+    return locate(transfers, deadline, [check.entry.evidence] if present else [], Location("missing"))
 
 
 def _mark_duplicates(results: list[DeliverableResult]) -> None:

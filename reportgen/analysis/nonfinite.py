@@ -8,7 +8,13 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from reportgen.model import METRIC_FRAME_COLUMNS, Campaign, Evidence, same_metric
+from reportgen.model import (
+    METRIC_FRAME_COLUMNS,
+    Campaign,
+    Evidence,
+    metric_values,
+    same_metric,
+)
 
 
 @dataclass
@@ -31,11 +37,9 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
     frame = campaign.metrics
     names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     for name in names:
-        values = frame[name]
-        logged = values.notna().to_numpy()
+        logged, numbers = metric_values(frame[name], missing=0.0)
         if not logged.any():
             continue
-        numbers = values.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=0.0)
         bad = logged & ~np.isfinite(numbers)
         if not bad.any():
             continue

@@ -83,6 +83,27 @@ def continuations(campaign: Campaign) -> dict[str, list[str]]:
     return out
 
 
+def chain_order(campaign: Campaign, continued_by: dict[str, list[str]]) -> list[str]:
+    """Run ids in name order, each followed by the runs that resume it (R11: a continuation, not a new run)."""
+    runs = campaign.runs
+    ordered: list[str] = []
+
+    def place(run_id: str) -> None:
+        if run_id in ordered:
+            return
+        ordered.append(run_id)
+        for child in sorted(continued_by.get(run_id, [])):
+            place(child)
+
+    for run_id in sorted(runs):
+        parent = runs[run_id].resumes
+        if parent is None or parent not in runs or parent == run_id:
+            place(run_id)
+    for run_id in sorted(runs):  # a cycle of resumes has no root: keep every run anyway
+        place(run_id)
+    return ordered
+
+
 def chain(run_id: str, campaign: Campaign) -> list[str]:
     """The run and every run it continues, oldest first."""
     ids: list[str] = []

@@ -24,6 +24,7 @@ from reportgen.model import (
     LoggedStop,
     LogMessage,
     Run,
+    metric_values,
     same_metric,
 )
 from reportgen.plan.schema import Plan, StopRule
@@ -132,10 +133,7 @@ class _RunRows:
 
     def column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(logged mask, values) of one metric column."""
-        values = self.frame[name]
-        logged = values.notna().to_numpy()
-        numbers = values.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=np.nan)
-        return logged, numbers
+        return metric_values(self.frame[name])
 
     def first(self, mask: np.ndarray) -> int | None:
         """The position of the first row (by step, then file order) where mask holds."""

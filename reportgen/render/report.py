@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
-from reportgen.analysis.checkpoints import RunCheckpoint
+from reportgen.analysis.checkpoints import Location
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.plan_checks import check_plan
 from reportgen.analysis.stops import Stop
@@ -82,7 +82,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     tz = schedule.window.start.tzinfo
     per_run_metrics = campaign.metrics_by_run()
 
-    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in _chain_order(analysis)]
+    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in analysis.run_order]
     stops = [_stop_json(stop, analysis.run_variants.get(stop.run), tz) for stop in analysis.ledger.stops]
 
     variants = [
@@ -350,20 +350,10 @@ def _seconds(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _location(check: RunCheckpoint, deadline: datetime, tz: tzinfo) -> dict:
-    """Where the checkpoint is (R12): copied off the rented machine before the lot's end, or not."""
-    done = check.transferred_by(deadline)
-    if done is not None:
-        return {"status": "transferred", "at": iso(done.at, tz), "destination": done.destination,
-                "evidence": evidence([done.evidence])}
-    if check.transfers:
-        late = min(check.transfers, key=lambda t: (t.at, t.evidence))
-        return {"status": "transferred_after_lot_end", "at": iso(late.at, tz), "destination": late.destination,
-                "evidence": evidence([late.evidence])}
-    on_disk = [e for e in check.evidence if not any(e == op.evidence for op in check.saves)]
-    if on_disk:
-        return {"status": "copy_in_logs", "at": None, "destination": None, "evidence": evidence(on_disk[:1])}
-    return {"status": "not_transferred", "at": None, "destination": None, "evidence": evidence(check.evidence)}
+def _location(where: Location | None, tz: tzinfo) -> dict | None:
+    if where is None:
+        return None
+    return {"status": where.status, "at": iso(where.at, tz), "destination": where.destination, "evidence": evidence(where.evidence)}
 
 
 def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
@@ -371,7 +361,7 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
     required = list(analysis.plan.checkpoints.required_state)
     deadline = analysis.schedule.window.end
     items = []
-    for run_id in _chain_order(analysis):
+    for run_id in analysis.run_order:
         for check in analysis.checkpoints.get(run_id, []):
             tests = check.reload_tests
             items.append({
@@ -391,11 +381,11 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
                 "resumable": check.resumable(required),
                 "lacking": check.lacking(required),
                 "unknown": check.unknown(required),
-                "location": _location(check, deadline, tz),
+                "location": _location(check.location(deadline), tz),
                 "evidence": evidence(check.evidence + [t.evidence for t in tests]),
             })
     calendar = []
-    for run_id in [*_chain_order(analysis), None]:  # None: benchmark records no run could be found for
+    for run_id in [*analysis.run_order, None]:  # None: benchmark records no run could be found for
         ops = [op for op in analysis.campaign.checkpoint_ops if op.run == run_id and op.seconds is not None]
         tests = [t for t in analysis.campaign.reload_tests if t.run == run_id and t.seconds is not None]
         if not ops and not tests:
@@ -474,7 +464,6 @@ def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
 
 def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
     entry = result.check.entry
-    where = result.location
     return {
         "id": entry.id,
         "kind": entry.kind,
@@ -492,31 +481,9 @@ def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
         "files": [{"path": f.path, "exists": f.exists, "bytes": f.bytes, "sha256": f.sha256, "reloadable": f.reloadable,
                    "reasons": f.reasons} for f in result.check.files],
         "ids": result.check.ids,
-        "location": {"status": where.status, "at": iso(where.at, tz), "destination": where.destination,
-                     "evidence": evidence(where.evidence)} if where else None,
+        "location": _location(result.location, tz),
         "evidence": evidence([entry.evidence]),
     }
-
-
-def _chain_order(analysis: Analysis) -> list[str]:
-    """Run ids in name order, each followed by the runs that resume it (R11: a continuation, not a new run)."""
-    runs = analysis.campaign.runs
-    ordered: list[str] = []
-
-    def place(run_id: str) -> None:
-        if run_id in ordered:
-            return
-        ordered.append(run_id)
-        for child in sorted(analysis.continued_by.get(run_id, [])):
-            place(child)
-
-    for run_id in sorted(runs):
-        parent = runs[run_id].resumes
-        if parent is None or parent not in runs or parent == run_id:
-            place(run_id)
-    for run_id in sorted(runs):  # a cycle of resumes has no root: keep every run anyway
-        place(run_id)
-    return ordered
 
 
 def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:

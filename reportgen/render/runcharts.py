@@ -15,7 +15,7 @@ import pandas as pd
 
 from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
-from reportgen.model import METRIC_FRAME_COLUMNS, same_metric
+from reportgen.model import METRIC_FRAME_COLUMNS, metric_values, same_metric
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
 
 THIS_RUN = "#2f6fb3"
@@ -46,8 +46,7 @@ class _Series:
 
 def _series(frame: pd.DataFrame, run: str, metric: str) -> _Series | None:
     """One run's values of one metric, from the file that logged most of them, in step order."""
-    column = frame[metric]
-    logged = column.notna().to_numpy()
+    logged, every = metric_values(frame[metric])
     if not logged.any():
         return None
     rows = frame.loc[logged, ["path", "kind", "step"]]
@@ -55,7 +54,7 @@ def _series(frame: pd.DataFrame, run: str, metric: str) -> _Series | None:
     best = max(sorted(counts.index), key=lambda p: counts[p])
     mine = (rows["path"].astype(str) == best).to_numpy()
     steps = rows["step"].to_numpy(dtype="float64", na_value=np.nan)[mine]
-    values = column[logged].astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=np.nan)[mine]
+    values = every[logged][mine]
     has_step = ~np.isnan(steps)
     order = np.argsort(steps[has_step], kind="stable")
     kinds = rows["kind"].to_numpy()[mine]
