@@ -183,6 +183,36 @@ def test_check_warns_when_a_quality_stop_rule_would_fire_on_the_first_evaluation
     assert "warning: stop_rules[1].after_step: stop rule 'S2-quality' has no after_step" in result.output
 
 
+def _grid_variants(d, ids, settings=None):
+    extra = [{"id": i, "role": "variant", "category": "useful", **({"settings": settings[n]} if settings else {})}
+             for n, i in enumerate(ids)]
+    d["variants"] = [v for v in d["variants"] if v["role"] == "control"] + extra
+    for s in d["schedule"]["steps"]:
+        s.pop("variant", None)
+    for item in d["deliverables"]:
+        item.pop("variant", None)
+
+
+def test_check_warns_of_a_full_grid_of_variants_from_their_settings(sample_plan_data, write_plan):
+    assert "full grid" not in run("check", write_plan(sample_plan_data)).output
+    grid = [{"rank": r, "precision": p} for r in (16, 64) for p in ("bf16", "fp32")]
+    result = run("check", write_plan(sample_plan_data, lambda d: _grid_variants(d, ["a", "b", "c", "d"], grid)))
+    assert result.exit_code == 0, result.output
+    assert "warning: variants: a, b, c, d are every combination of precision (bf16, fp32) and rank (16, 64)" in result.output
+    assert "(R9)" in result.output
+    # Three of the four combinations is a choice, not a grid.
+    partial = run("check", write_plan(sample_plan_data, lambda d: _grid_variants(d, ["a", "b", "c", "d"], grid[:3] + [{"rank": 32, "precision": "bf16"}])))
+    assert "full grid" not in partial.output
+
+
+def test_check_reads_a_full_grid_from_variant_ids_of_one_shape(sample_plan_data, write_plan):
+    ids = ["r16-bf16", "r16-fp32", "r64-bf16", "r64-fp32", "r256-bf16", "r256-fp32"]
+    result = run("check", write_plan(sample_plan_data, lambda d: _grid_variants(d, ids)))
+    assert "every combination of part 1 of the id (r16, r256, r64) and part 2 of the id (bf16, fp32)" in result.output
+    mixed = run("check", write_plan(sample_plan_data, lambda d: _grid_variants(d, ["lora-r16", "lora-r64", "lora-r16-len2048", "full-ft"])))
+    assert "full grid" not in mixed.output
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
 def test_any_plan_bytes_give_a_plan_or_a_plan_error(tmp_path_factory, content):

@@ -1,12 +1,14 @@
-"""Checks of a valid plan before ordering: window fit with GPU serialisation (R5, R6, R8), categories (R2), end-to-end schedule (R4), lot prices (R7)."""
+"""Checks of a valid plan before ordering: window fit with GPU serialisation (R5, R6, R8), categories (R2), end-to-end schedule (R4), lot prices (R7), full grids of variants (R9)."""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from reportgen.analysis.schedule import planned_hours, planned_timeline, window
 from reportgen.plan.load import KeyPath
-from reportgen.plan.schema import Plan
+from reportgen.plan.schema import Plan, Variant
 
 # R4: a schedule extrapolated from warm training steps forgets these.
 END_TO_END_KINDS = {
@@ -67,6 +69,7 @@ def check_plan(plan: Plan) -> list[Finding]:
                 Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required (R2)")
             )
     findings += _shared_gpu_groups(plan)
+    findings += _full_grid(plan)
     for index, rule in enumerate(plan.stop_rules):
         if rule.kind == "below_threshold" and rule.after_step is None:
             findings.append(
@@ -120,6 +123,35 @@ def _shared_gpu_groups(plan: Plan) -> list[Finding]:
                 f"{', '.join(members)} share {gpu} and nothing orders them: they run one after another "
                 f"({sum(hours):g} h, not the {max(hours):g} h of running them side by side) (R5)"))
     return findings
+
+
+def _settings_table(variants: list[Variant]) -> list[dict[str, object]] | None:
+    """Each variant's settings: as written in the plan, else read from ids of one shape (r16-bf16, r64-fp32)."""
+    if all(v.settings for v in variants):
+        keys = sorted({k for v in variants for k in v.settings or {}})
+        return [{k: (v.settings or {}).get(k) for k in keys} for v in variants]
+    parts = [re.split(r"[-_]", v.id) for v in variants]
+    if len({len(p) for p in parts}) != 1:
+        return None
+    return [{f"part {i + 1} of the id": token for i, token in enumerate(p)} for p in parts]
+
+
+def _full_grid(plan: Plan) -> list[Finding]:
+    """R9: variants covering every combination of two or more settings run them all at once."""
+    variants = [v for v in plan.variants if v.role == "variant"]
+    table = _settings_table(variants) if len(variants) >= 4 else None
+    if table is None:
+        return []
+    values = {k: sorted({repr(row[k]) for row in table}) for k in table[0]}
+    varied = [k for k, seen in values.items() if len(seen) > 1]
+    combos = {tuple(repr(row[k]) for k in varied) for row in table}
+    if len(varied) < 2 or len(combos) != math.prod(len(values[k]) for k in varied):
+        return []
+    axes = " and ".join(f"{k} ({', '.join(s.strip(chr(39)) for s in values[k])})" for k in varied)
+    return [Finding(
+        "warning", ("variants",),
+        f"{', '.join(v.id for v in variants)} are every combination of {axes}: a full grid run at once. "
+        "After the pilot, keep the variants whose result would change the choice, and a control that isolates a cause (R9)")]
 
 
 def summary(plan: Plan) -> str:

@@ -90,6 +90,11 @@ class Variant(Section):
         default_factory=list,
         description="Glob patterns of run ids belonging to this variant (runs may also name it themselves).",
     )
+    settings: dict[str, str | int | float | bool] | None = Field(
+        None,
+        description="What this variant sets, e.g. {rank: 16, precision: bf16}: shown on the plan page; "
+        "variants covering every combination of two or more settings get a full-grid warning (R9).",
+    )
 
 
 class StopRule(Section):
@@ -124,6 +129,12 @@ class ScheduleStep(Section):
     runs: list[str] = Field(
         default_factory=list,
         description="Glob patterns of run ids whose time is this step's actual time (when no step events exist).",
+    )
+    steps_per_second: float | None = Field(
+        None,
+        gt=0,
+        description="Planned training throughput in optimizer steps per second (33 s a step is 0.0303): "
+        "the variance then shows measured against planned throughput as a cause.",
     )
 
 
