@@ -12,7 +12,8 @@ The story (times JST, one RTX 4090 3-day lot from 2026-11-02 09:00):
   control runs again as control-2 (R10) and falls short of the threshold, as a control may;
 - lora-r16-1 is killed at step 1,320 (CUDA out of memory, the log's last line cut off); its
   step-1,200 checkpoint is reloaded in a new process first (a checkpoint benchmark CSV), then
-  lora-r16-2 resumes from it and passes the threshold;
+  lora-r16-2 resumes from it, meets a stretch of long articles (its token count shows them)
+  and passes the threshold;
 - lora-r64-1 diverges: its eval_rougeL falls under S2's 0.20 at step 2,000, which the script
   does not check, then grad_norm goes infinite, the loss NaN, and the script stops it by S1;
 - the first full evaluation, eval-all-1, is killed by the host and has no checkpoint (S4);
@@ -57,10 +58,18 @@ class Clock:
 
 def _train(log: EventLog, clock: Clock, rng: random.Random, first: int, last: int, seconds_per_step: float,
            evals: dict[int, float], ckpt_every: int = 0, overflow_at: int | None = None,
-           ckpt_dir: str = "", state: tuple[str, ...] = (), diverge_from: int | None = None) -> None:
-    """Log metrics every 10 steps, evals at the given steps, checkpoints every `ckpt_every`."""
+           ckpt_dir: str = "", state: tuple[str, ...] = (), diverge_from: int | None = None,
+           long_inputs: tuple[range, float] | None = None, tokens_per_step: int | None = None) -> None:
+    """Log metrics every 10 steps, evals at the given steps, checkpoints every `ckpt_every`.
+
+    `long_inputs` (steps, seconds a step) is a stretch of longer articles: with `tokens_per_step`,
+    the running token count (num_input_tokens_seen) shows them, 1.7 times as many tokens a step.
+    """
+    seen = (first - 1) * tokens_per_step if tokens_per_step else 0
     for step in range(first, last + 1):
-        clock.advance(seconds_per_step)
+        slow = long_inputs is not None and step in long_inputs[0]
+        clock.advance(long_inputs[1] if slow and long_inputs else seconds_per_step)
+        seen += int((tokens_per_step or 0) * (1.7 if slow else 1.0))
         if step % 10 == 0:
             progress = step / 3000
             loss = 2.4 * math.exp(-2.2 * progress) + 0.55 + rng.uniform(-0.04, 0.04)
@@ -71,8 +80,9 @@ def _train(log: EventLog, clock: Clock, rng: random.Random, first: int, last: in
                 grad_norm = math.inf
             if overflow_at is not None and step >= overflow_at:
                 loss = math.nan
+            extra = {"num_input_tokens_seen": seen} if tokens_per_step else {}
             log.metric(step=step, loss=round(loss, 4), grad_norm=grad_norm if not math.isfinite(grad_norm) else round(grad_norm, 4),
-                       learning_rate=round(2e-4 * (1 - progress), 8))
+                       learning_rate=round(2e-4 * (1 - progress), 8), **extra)
         if step in evals:
             seconds = 540.0
             clock.advance(seconds)
@@ -195,8 +205,10 @@ def write_sample(root: Path) -> None:
     second.run_start(config={**config_r16, "gradient_checkpointing": True}, variant="lora-r16", resumes="lora-r16-1", step=1201)
     clock.advance(45.2)
     second.checkpoint_restore(path="ckpt/lora-r16-1/checkpoint-1200", seconds=45.2, step=1200)
-    _train(second, clock, rng, 1201, 3000, 13.6, evals={1500: 0.309, 2000: 0.322, 2500: 0.330, 3000: 0.334},
-           ckpt_every=400, ckpt_dir="ckpt/lora-r16-2", state=state)
+    # Steps 2,201-2,300 meet a stretch of long articles (22 s a step instead of about 13.1).
+    _train(second, clock, rng, 1201, 3000, 13.6 - 840 / 1700, evals={1500: 0.309, 2000: 0.322, 2500: 0.330, 3000: 0.334},
+           ckpt_every=400, ckpt_dir="ckpt/lora-r16-2", state=state, long_inputs=(range(2201, 2301), 22.0),
+           tokens_per_step=7200)
     second.run_end(status="completed", step=3000)
     clock.advance(300)
     campaign.step_end("train-r16")

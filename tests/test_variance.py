@@ -23,7 +23,8 @@ def test_every_step_adds_up_and_every_cause_has_evidence(steps):
         total = step["planned_hours"] + sum(c["hours"] for c in step["explained"]) + step["unexplained_hours"]
         assert total == pytest.approx(step["actual_hours"], abs=1e-3), step["id"]
         for cause in step["explained"]:
-            assert cause["hours"] > 0 and cause["evidence"], (step["id"], cause)
+            # Only throughput can save time: training faster than the plan's steps per second.
+            assert (cause["hours"] > 0 or cause["cause"] == "throughput") and cause["evidence"], (step["id"], cause)
 
 
 def test_an_interruption_shows_lost_work_and_downtime(steps):
@@ -48,3 +49,70 @@ def test_long_evaluations_are_a_cause(steps):
 def test_a_step_without_runs_leaves_its_variance_unexplained(steps):
     prep = steps["prep-env"]
     assert prep["explained"] == [] and prep["unexplained_hours"] == pytest.approx(prep["variance_hours"], abs=1e-4)
+
+
+def test_a_stretch_of_long_inputs_is_a_cause(steps):
+    long = {c["cause"]: c for c in steps["train-r16"]["explained"]}["long inputs"]
+    # Steps 2,201-2,300 took 22 s instead of about 13.1 s: the token count shows 1.7 times the tokens.
+    assert long["hours"] == pytest.approx(100 * (22.0 - (13.6 - 840 / 1700)) / 3600, abs=0.01)
+    assert all(e["path"] == "runs/lora-r16-2/events.jsonl" for e in long["evidence"])
+    assert len(long["evidence"]) == 10  # the ten logged rows of the slow stretch
+    assert not any(c["cause"] == "long inputs" for c in steps["train-r64"]["explained"])
+
+
+def test_throughput_against_the_planned_steps_per_second(steps):
+    throughput = {c["cause"]: c for c in steps["train-r16"]["explained"]}["throughput"]
+    # lora-r16-1 to its last save (1,190 steps at 11.2 s) and lora-r16-2 (1,790 steps at about 13.1 s),
+    # against the plan's 10 s a step; the long-input stretch is counted apart.
+    measured = 1190 * 11.2 + 1790 * (13.6 - 840 / 1700)
+    assert throughput["hours"] == pytest.approx((measured - 2980 * 10.0) / 3600, abs=0.02)
+    assert "2,980 steps" in throughput["note"] and "planned 10.0 s" in throughput["note"]
+
+
+def test_throughput_is_a_cause_only_when_the_plan_states_one_and_may_save_time(sample_plan_data, write_plan):
+    def without(d):
+        for s in d["schedule"]["steps"]:
+            s.pop("steps_per_second", None)
+
+    plain = prepare(SAMPLE_LOGS, write_plan(sample_plan_data, without)).report["schedule"]["steps"]
+    assert not any(c["cause"] == "throughput" for s in plain for c in s["explained"])
+
+    def faster_than_measured(d):
+        without(d)
+        d["schedule"]["steps"][7]["steps_per_second"] = 0.05  # train-r64: 20 s a step planned, 10.4 measured
+
+    steps = {s["id"]: s for s in prepare(SAMPLE_LOGS, write_plan(sample_plan_data, faster_than_measured)).report["schedule"]["steps"]}
+    throughput = {c["cause"]: c for c in steps["train-r64"]["explained"]}["throughput"]
+    assert throughput["hours"] == pytest.approx(2130 * (10.4 - 20.0) / 3600, abs=0.02)
+    total = steps["train-r64"]["planned_hours"] + sum(c["hours"] for c in steps["train-r64"]["explained"])
+    assert total + steps["train-r64"]["unexplained_hours"] == pytest.approx(steps["train-r64"]["actual_hours"], abs=1e-3)
+
+
+def test_a_long_input_message_marks_its_stretch(tmp_path, sample_plan_data, write_plan, clock):
+    """With no token counts, a 'longer than the maximum' warning at a step marks the slow stretch around it."""
+    from reportgen.events import EventLog
+
+    logs = tmp_path / "logs"
+    log = EventLog(logs / "runs" / "lora-r16-9" / "events.jsonl", run="lora-r16-9", clock=clock)
+    log.run_start(variant="lora-r16")
+    for step in range(1, 201):
+        clock.hours((40.0 if 101 <= step <= 110 else 10.0) / 3600)
+        if step % 10 == 0:
+            log.metric(step=step, loss=1.0)
+    log.run_end(status="completed", step=200)
+    (logs / "runs" / "lora-r16-9" / "stdout.log").write_text(
+        "step 100/200\nstep 105/200\nToken indices sequence length is longer than the specified maximum sequence "
+        "length for this model (1432 > 1024). Running this sequence through the model will result in indexing errors\n"
+        "step 200/200\n", encoding="utf-8")
+
+    def only_r16(d):
+        d["schedule"]["steps"] = [s for s in d["schedule"]["steps"] if s["id"] in ("prep-env", "train-r16")]
+        d["schedule"]["steps"][1]["depends_on"] = []
+        d["decision_points"] = []
+
+    steps = {s["id"]: s for s in prepare(logs, write_plan(sample_plan_data, only_r16)).report["schedule"]["steps"]}
+    causes = {c["cause"]: c for c in steps["train-r16"]["explained"]}
+    assert causes["long inputs"]["hours"] == pytest.approx(10 * 30.0 / 3600, abs=1e-3)
+    assert {"path": "runs/lora-r16-9/stdout.log", "line": 3} in causes["long inputs"]["evidence"]
+    # 200 steps: 190 at 10 s and 10 at 40 s, of which the extra 300 s are long inputs, against 10 s planned.
+    assert causes["throughput"]["hours"] == pytest.approx(0.0, abs=1e-3)

@@ -9,7 +9,13 @@ the runs that started inside its span) give the causes, each counted inside the 
 - writing outputs: its last logged step to its end;
 - lost work: an interrupted run's last checkpoint to its crash (all of it when nothing was saved);
 - downtime: a crash to the next run's start;
-- waiting: time in the step when no run was at work (before the first, after the last, gaps).
+- waiting: time in the step when no run was at work (before the first, after the last, gaps);
+- long inputs: in stretches of training where the logs show longer inputs (more tokens a step
+  than the run's median, or a long-input or truncation message), the time beyond the run's
+  median pace;
+- throughput: when the step states its planned steps per second, the steps trained times the
+  measured seconds a step (evaluations, checkpoints and long-input stretches taken out) less the
+  planned ones. It is negative when training ran faster than planned.
 
 What no cause covers is *unexplained*: planned + causes + unexplained = actual, always.
 """
@@ -18,15 +24,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
 from reportgen.analysis.schedule import ScheduleReport, hours_between, runs_matching
 from reportgen.analysis.verdicts import RunStatus
-from reportgen.model import Campaign, Evidence
+from reportgen.model import Campaign, Evidence, Run
 
-CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting")
+CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting",
+          "long inputs", "throughput")
+# Metrics that say how long a step's inputs were: per step, or (num_input_tokens_seen) a running total.
+LENGTH_METRICS = ("tokens", "input_tokens", "seq_len", "sequence_length", "input_length", "max_seq_len")
+CUMULATIVE_LENGTH_METRICS = ("num_input_tokens_seen",)
+LONG_INPUT_MESSAGES = ("too_long", "truncation")
+LONG_FACTOR = 1.25  # tokens a step this far above the run's median mark a stretch of long inputs
 
 
 @dataclass
@@ -35,6 +48,8 @@ class Cause:
     hours: float
     evidence: list[Evidence] = field(default_factory=list)
     note: str | None = None
+    steps: int = 0  # throughput: the steps measured, and their seconds
+    seconds: float = 0.0
 
 
 @dataclass
@@ -122,8 +137,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             status = statuses[run.id].status
             if status == "interrupted":
                 crash = run.last_seen_at or end
-                saved = [c for c in checkpoints.get(run.id, []) if c.at is not None and c.at <= crash]
-                since = max((c.at for c in saved), default=run.started_at)
+                since = last_save_before(run, crash, checkpoints)
                 _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or []))
                 following = runs[index + 1] if index + 1 < len(runs) else None
                 if following is not None and following.started_at > crash:
@@ -134,13 +148,134 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                 remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
                 done = pace.last[0] + timedelta(seconds=max(0.0, remaining))
                 _add(totals, "writing outputs", _clip(done, run.ended_at, lo, hi), pace.last[2], run.end_evidence)
+            kept = frames.get(run.id)
+            if kept is not None and status == "interrupted":  # work after the last save is lost work, not pace
+                crash = run.last_seen_at or end
+                kept = kept[kept["ts"].notna() & (kept["ts"] <= last_save_before(run, crash, checkpoints))]
+            training = training_pace(kept, run.id, campaign, lo, hi)
+            if training is not None:
+                _add(totals, "long inputs", training.long_seconds / 3600.0, *training.long_evidence)
+                rate = item.step.steps_per_second
+                if rate is not None:
+                    other = training.seconds - training.long_seconds - training.steps / rate
+                    totals["throughput"].hours += other / 3600.0
+                    totals["throughput"].evidence += training.evidence
+                    totals["throughput"].steps += training.steps
+                    totals["throughput"].seconds += training.seconds - training.long_seconds
         if runs:
             _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
-        causes = [c for c in totals.values() if c.hours > 0]
+        pace = totals["throughput"]
+        if pace.steps:
+            pace.note = (f"{pace.seconds / pace.steps:.1f} s a step measured over {pace.steps:,} steps (evaluations, "
+                         f"checkpoints and long-input stretches taken out) against the planned "
+                         f"{1.0 / (item.step.steps_per_second or 1.0):.1f} s")
+        causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
     return out
+
+
+def last_save_before(run: Run, crash: datetime, checkpoints: dict[str, list[RunCheckpoint]]) -> datetime:
+    """When the work an interrupted run lost began: its last checkpoint before the crash, else its start."""
+    saved = [c.at for c in checkpoints.get(run.id, []) if c.at is not None and c.at <= crash]
+    return max(saved, default=run.started_at or crash)
+
+
+@dataclass
+class TrainingPace:
+    """A run's training inside a step: steps, seconds with evaluations and checkpoints taken out,
+    and the part of those seconds beyond the median pace in stretches of long inputs."""
+
+    steps: int
+    seconds: float
+    long_seconds: float
+    evidence: list[Evidence]
+    long_evidence: list[Evidence]
+
+    @property
+    def seconds_per_step(self) -> float:
+        return self.seconds / self.steps
+
+
+def _overhead_seconds(run_id: str, campaign: Campaign, start: datetime, end: datetime) -> float:
+    """Seconds of evaluations, checkpoint operations and reload tests that ended in (start, end]."""
+    total = 0.0
+    for item in [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.reload_tests]:
+        if item.run == run_id and item.seconds and item.at is not None and start < item.at <= end:
+            total += item.seconds
+    return total
+
+
+def _row_evidence(row: dict) -> Evidence:
+    return Evidence(str(row["path"]), None if pd.isna(row["line"]) else int(row["line"]))
+
+
+def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
+                  lo: datetime, hi: datetime) -> TrainingPace | None:
+    """Training pace from a run's timed rows inside [lo, hi]: one point a step (its last time)."""
+    if frame is None or not len(frame):
+        return None
+    timed = frame[frame["ts"].notna() & frame["step"].notna()]
+    timed = timed[(timed["ts"] >= pd.Timestamp(lo)) & (timed["ts"] <= pd.Timestamp(hi))]
+    if len(timed) < 2:
+        return None
+    points = timed.sort_values(["ts", "line"], kind="stable").groupby("step", sort=True).tail(1).sort_values("step")
+    if len(points) < 2:
+        return None
+    tokens = _tokens_per_row(points)
+    flagged = {m.step for m in campaign.messages
+               if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None}
+    messages = {m.step: m.evidence for m in campaign.messages
+                if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None}
+    stretches = []
+    rows = points[["path", "line", "step", "ts"]].to_dict("records")
+    for (ra, rb), per_step in zip(pairwise(rows), tokens[1:], strict=True):
+        steps = int(rb["step"]) - int(ra["step"])
+        if steps <= 0:
+            continue
+        start, end = ra["ts"].to_pydatetime(), rb["ts"].to_pydatetime()
+        seconds = max(0.0, (end - start).total_seconds() - _overhead_seconds(run_id, campaign, start, end))
+        hits = sorted(messages[s] for s in flagged if int(ra["step"]) < s <= int(rb["step"]))
+        stretches.append((steps, seconds, per_step, hits, _row_evidence(rb)))
+    if not stretches:
+        return None
+    paces = sorted(seconds / steps for steps, seconds, _, _, _ in stretches)
+    typical = paces[len(paces) // 2] if len(paces) % 2 else (paces[len(paces) // 2 - 1] + paces[len(paces) // 2]) / 2
+    known = sorted(t for _, _, t, _, _ in stretches if t is not None)
+    median_tokens = known[len(known) // 2] if known else None
+    long_seconds, long_evidence = 0.0, []
+    for steps, seconds, per_step, hits, where in stretches:
+        longer = median_tokens is not None and per_step is not None and per_step > LONG_FACTOR * median_tokens
+        excess = seconds - steps * typical
+        if (longer or hits) and excess > 0:
+            long_seconds += excess
+            long_evidence += [*hits, where]
+    return TrainingPace(
+        steps=sum(s for s, *_ in stretches),
+        seconds=sum(sec for _, sec, *_ in stretches),
+        long_seconds=long_seconds,
+        evidence=[_row_evidence(rows[0]), _row_evidence(rows[-1])],
+        long_evidence=long_evidence,
+    )
+
+
+def _tokens_per_row(points: pd.DataFrame) -> list[float | None]:
+    """Tokens a step for each row (since the previous row), from a running total or a per-step length."""
+    steps = points["step"].astype(float).to_numpy()
+    for name in CUMULATIVE_LENGTH_METRICS:
+        if name in points.columns and points[name].notna().sum() >= 2:
+            seen = points[name].astype(float).to_numpy()
+            out: list[float | None] = [None]
+            for i in range(1, len(seen)):
+                gap = steps[i] - steps[i - 1]
+                ok = gap > 0 and not (pd.isna(seen[i]) or pd.isna(seen[i - 1]))
+                out.append(float((seen[i] - seen[i - 1]) / gap) if ok else None)
+            return out
+    for name in LENGTH_METRICS:
+        if name in points.columns and points[name].notna().any():
+            return [None if pd.isna(v) else float(v) for v in points[name].astype(float)]
+    return [None] * len(points)
 
 
 def _ended(seconds: float, at: datetime, lo: datetime) -> float:

@@ -126,7 +126,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "actual_basis": basis,
                 "variance_hours": hours(variance),
                 "explained": [
-                    {"cause": c.cause, "hours": hours(c.hours), "evidence": evidence(c.evidence)}
+                    {"cause": c.cause, "hours": hours(c.hours), "note": c.note, "evidence": evidence(c.evidence)}
                     for c in (analysis.variance[item.step.id].causes if item.step.id in analysis.variance else [])
                 ],
                 # What no cause covers stays visible: planned + explained + unexplained = actual.
