@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
 from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
 from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
+from reportgen.analysis.estimates import NextCampaign, next_campaign
 from reportgen.analysis.interval import SaveInterval, save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.options import PlanOption, plan_options
@@ -57,6 +58,7 @@ class Analysis:
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
+    next: NextCampaign | None = field(default=None)  # the next campaign's estimates, made from all of the above
 
 
 def unplanned_references(plan: Plan, campaign: Campaign) -> list[tuple[Evidence | None, str]]:
@@ -110,7 +112,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     schedule = reconcile(plan, campaign)
     continued_by = continuations(campaign)
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
-    return Analysis(
+    analysis = Analysis(
         plan=plan,
         campaign=campaign,
         schedule=schedule,
@@ -131,3 +133,5 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],
     )
+    analysis.next = next_campaign(analysis)
+    return analysis

@@ -68,8 +68,8 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
                 continue  # a printed copy of values the run's metrics already hold (its step is only where a progress bar was)
             out.setdefault(message.run, []).append(NonFinite(
                 message.run, metric, message.step, message.step, 1, [message.evidence], note=message.message))
-    for run in out:
-        out[run].sort(key=lambda n: (n.step is None, n.step or 0, n.metric, n.evidence))
+    for windows in out.values():
+        windows.sort(key=lambda n: (n.step is None, n.step or 0, n.metric, n.evidence))
     return out
 
 

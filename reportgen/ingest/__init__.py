@@ -145,13 +145,9 @@ def _build_runs(campaign: Campaign) -> None:
             if event.config is not None:
                 new_id = config_id(event.config)
                 if run.config_id is not None and run.config_id != new_id:
-                    campaign.problems.append(
-                        (
-                            event.evidence,
-                            f"run '{run.id}' started again with a different configuration "
-                            f"({run.config_id} then {new_id}); a changed configuration needs a new run id (R10)",
-                        )
-                    )
+                    message = (f"run '{run.id}' started again with a different configuration "
+                               f"({run.config_id} then {new_id}); a changed configuration needs a new run id (R10)")
+                    campaign.problems.append((event.evidence, message))
                 else:
                     run.config, run.config_id = event.config, new_id
             if run.started_at is None:

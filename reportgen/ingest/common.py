@@ -105,8 +105,7 @@ def from_epoch(seconds: float | None) -> datetime | None:
 
 def decode_text(raw: bytes) -> str | None:
     """UTF-8 text (a BOM is dropped), or None when the bytes are not text."""
-    if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]
+    raw = raw.removeprefix(codecs.BOM_UTF8)
     if b"\x00" in raw[:8192]:
         return None
     try:

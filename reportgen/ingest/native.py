@@ -174,8 +174,7 @@ def read(path: Path, rel: str) -> NativeLog:
     """Read one native event log; damaged lines become problems, never exceptions."""
     out = _Collector(InputFile(path=rel, format=FORMAT))
     buf = path.read_bytes()
-    if buf.startswith(codecs.BOM_UTF8):  # written by some Windows editors; not part of the first line
-        buf = buf[len(codecs.BOM_UTF8):]
+    buf = buf.removeprefix(codecs.BOM_UTF8)
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
     ranges = _chunks(buf, body)
     workers = min(len(ranges), os.cpu_count() or 1) or 1
