@@ -360,10 +360,11 @@ class _Estimator:
         interval = self.a.interval
         if not interval.interruptions:
             seen = f" in {interval.observed_gpu_hours:.1f} GPU h of runs" if interval.observed_gpu_hours else ""
-            assumed = (f"; the plan's {policy.mean_hours_between_interruptions:g} h between interruptions is untested"
-                       if policy.mean_hours_between_interruptions else "")
-            self._uncertain("mean time between interruptions",
-                            f"No interruption was observed{seen}, so the interruption rate is unknown{assumed}.")
+            assumed = (f"; the plan's assumption of {policy.mean_hours_between_interruptions:g} h is untested"
+                       if policy.mean_hours_between_interruptions else
+                       "; the plan states no assumption, so no save interval is computed (R12)")
+            self._uncertain("mean time between interruptions", f"No interruption was observed{seen}: the mean "
+                            f"time between interruptions is unknown, and with it the interruption rate{assumed}.")
         for text in interval.uncertainties:
             if "cannot be computed" in text:
                 self._uncertain("save interval", text)

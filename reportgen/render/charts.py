@@ -180,3 +180,24 @@ def variance_waterfall(schedule: dict, step_id: str | None = None) -> dict | Non
     fig.update_layout(title={"text": title, "x": 0, "font": {"size": 14}}, height=340, showlegend=False,
                       margin={"l": 60, "r": 20, "t": 40, "b": 60}, yaxis={"title": "hours"})
     return _to_dict(fig)
+
+
+def estimates_chart(estimates: list[dict]) -> dict | None:
+    """Planned, measured and suggested next hours for every step, side by side (R16)."""
+    steps = [e for e in estimates if e["kind"] == "step"]
+    if not steps:
+        return None
+    names = [e["id"] for e in steps][::-1]  # first step on top
+    traces = []
+    for key, label, color in (("planned_hours", "planned", COLORS["planned"]), ("measured_hours", "measured", COLORS["actual"]),
+                              ("next_hours", "next estimate", COLORS["open"])):
+        values = [e[key] for e in steps][::-1]
+        traces.append(go.Bar(
+            y=names, x=values, name=label, orientation="h", marker_color=color,
+            hovertemplate=f"%{{y}} {label}: %{{x:.2f}} h<extra></extra>",
+        ))
+    fig = go.Figure(traces)
+    fig.update_layout(barmode="group", height=120 + 42 * len(steps), title={"text": "Hours per step", "x": 0, "font": {"size": 14}},
+                      margin={"l": 120, "r": 20, "t": 40, "b": 40}, xaxis={"title": "hours"},
+                      legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"})
+    return _to_dict(fig)

@@ -40,6 +40,27 @@ def _runs_line(report: dict) -> str | None:
     return _clip(text, 400)
 
 
+def _next_steps(report: dict) -> list[str]:
+    """The next campaign in a few lines (R16): the suggested schedule and its lot, unfinished variants, uncertainties."""
+    steps = []
+    plan = report.get("next_campaign")
+    if plan:
+        text = f"the measured schedule takes {plan['suggested_hours']:.1f} h (planned {plan['planned_hours']:.1f} h"
+        text += f", without {', '.join(plan['left_out'])})" if plan["left_out"] else ")"
+        lot = plan["lot"]
+        if lot:
+            text += f": {lot['label']} at {lot['price']:.2f} {lot['currency']} fits, {lot['unused_hours']:.1f} h unused"
+        else:
+            text += ": no catalogue lot is long enough; consider a reduced protocol (R8)"
+        steps.append(text)
+    steps += [f"{v['id']} ({v['category']}): {v['verdict'].replace('_', ' ')}"
+              for v in report["variants"] if v["verdict"] in ("not_run", "stopped")]
+    if report["uncertainties"]:
+        steps.append(f"{len(report['uncertainties'])} uncertaint{'y' if len(report['uncertainties']) == 1 else 'ies'}: "
+                     + "; ".join(u.rstrip(".") for u in report["uncertainties"]))
+    return steps
+
+
 def order_note(report: dict) -> str:
     """Order reference, question, verdict, confirmed cost, cost per passed output, hours, next steps."""
     campaign, costs, schedule = report["campaign"], report["costs"], report["schedule"]
@@ -56,12 +77,7 @@ def order_note(report: dict) -> str:
         window = f"{schedule['window_hours']:g} h window, {schedule['overrun_hours']:.1f} h over"
     else:
         window = f"{schedule['window_hours']:g} h window, {schedule['unused_hours']:.1f} h unused"
-    next_steps = [
-        f"{v['id']} ({v['category']}): {v['verdict'].replace('_', ' ')}"
-        for v in report["variants"]
-        if v["verdict"] in ("not_run", "stopped")
-    ]
-    next_steps += report["uncertainties"]
+    next_steps = _next_steps(report)
     lines = [
         f"# {campaign['id']}: order {refs}",
         "",
@@ -78,7 +94,7 @@ def order_note(report: dict) -> str:
     if report["plan"]["modified_since_freeze"]:
         lines.append("- Plan: edited after it was frozen; reconciled against the frozen original.")
     if next_steps:
-        lines.append("- Next: " + _clip("; ".join(step.rstrip(".") for step in next_steps) + ".", 500))
+        lines.append("- Next: " + _clip("; ".join(step.rstrip(".") for step in next_steps) + ".", 700))
     lines.append("- Full report: index.html and report.json of the published site.")
     note = "\n".join(lines) + "\n"
     return note if len(note) <= MAX_CHARS else note[: MAX_CHARS - 2].rstrip() + "…\n"

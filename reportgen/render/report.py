@@ -151,13 +151,6 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     included = [c for c in plan.order.other_costs if c.kind == "included"]
     external = [c for c in plan.order.other_costs if c.kind == "external"]
 
-    uncertainties = [
-        f"Step '{item.step.id}' ({item.step.hours:g} h planned) has no measured time: no step events and no matching runs."
-        for item in schedule.steps
-        if item.actual.hours is None and item.step.variant not in dropped
-    ]
-    uncertainties += analysis.interval.uncertainties  # R12: an unknown C or M gives no interval, only this
-
     problems = [
         {"scope": "campaign", "path": where.path if where else None, "line": where.line if where else None, "message": message}
         for where, message in analysis.problems
@@ -253,8 +246,10 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
              "hours_needed": hours(o.hours_needed), "hours_available": hours(o.hours_available), "dropped": o.dropped}
             for o in analysis.options
         ],
-        "estimates": [],
-        "uncertainties": uncertainties,
+        "estimates": _estimates_json(analysis),
+        # R16: every planned quantity with no measurement behind it; an item leaves once one exists.
+        "uncertainties": [u.message for u in analysis.next.uncertainties] if analysis.next else [],
+        "next_campaign": _next_campaign_json(analysis),
         "decisions": [
             {
                 "point": d.point,
@@ -460,6 +455,44 @@ def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
                            "in_options": d.decision in point.options, "evidence": evidence([d.evidence])} for d in taken],
         })
     return out
+
+
+def _estimates_json(analysis: Analysis) -> list[dict]:
+    """estimates: planned, measured and a suggested next figure for every step and variant, with its basis."""
+    if analysis.next is None:
+        return []
+    return [
+        {"item": e.item, "kind": e.kind, "id": e.id, "planned_hours": hours(e.planned_hours),
+         "measured_hours": hours(e.measured_hours), "next_hours": hours(e.next_hours), "basis": e.basis,
+         "measured": e.measured, "in_suggested_schedule": e.in_schedule, "runs": e.runs, "evidence": evidence(e.evidence)}
+        for e in analysis.next.estimates
+    ]
+
+
+def _next_campaign_json(analysis: Analysis) -> dict | None:
+    """The suggested schedule, the lot it fits, the measured quantities and the uncertainties by item."""
+    plan = analysis.next
+    if plan is None:
+        return None
+    lots = [{"label": lot.label, "price": lot.price, "currency": lot.currency, "lots": lot.lots, "hours": hours(lot.hours),
+             "fits": lot.fits, "unused_hours": hours(lot.unused_hours)} for lot in plan.lots]
+    chosen = plan.lot
+    return {
+        "suggested_hours": hours(plan.suggested_hours),
+        "planned_hours": hours(analysis.schedule.planned_hours),
+        "left_out": plan.left_out,
+        "interruption_allowance": None if plan.allowance is None else round(plan.allowance, 4),
+        "interruption_allowance_basis": plan.allowance_basis,
+        "lots": lots,
+        "lot": next((row for row in lots if chosen is not None and row["label"] == chosen.label), None),
+        "measurements": [
+            {"quantity": m.quantity, "unit": m.unit, "planned": m.planned,
+             "measured": None if m.measured is None else round(m.measured, 4), "count": m.count, "basis": m.basis,
+             "evidence": evidence(m.evidence)}
+            for m in plan.measurements
+        ],
+        "uncertainties": [{"item": u.item, "message": u.message} for u in plan.uncertainties],
+    }
 
 
 def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:

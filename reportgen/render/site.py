@@ -32,6 +32,7 @@ PAGES = [
     ("checkpoints.html", "Checkpoints"),
     ("deliverables.html", "Deliverables"),
     ("costs.html", "Costs"),
+    ("next.html", "Next campaign"),
     ("inputs.html", "Inputs"),
 ]
 ASSETS = ("style.css", "site.js")
@@ -122,7 +123,7 @@ def _environment(custom: Path | None) -> jinja2.Environment:
     env.filters["markdown"] = markdown_html
     env.filters["anchor"] = anchor
     env.filters["hours"] = lambda v: "—" if v is None else f"{v:,.1f} h"
-    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if v < 1 else f"{v:,.2f} h")
+    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if abs(v) < 1 else f"{v:,.2f} h")
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
     env.globals["search_path"] = search
@@ -159,6 +160,9 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
     for step in report["schedule"]["steps"]:
         if step["explained"]:
             figures["schedule.html"].append(Chart(f"waterfall-{step['id']}", charts_module.variance_waterfall(report["schedule"], step["id"])))
+    estimates = charts_module.estimates_chart(report["estimates"])
+    if estimates is not None:
+        figures["next.html"] = [Chart("estimates", estimates)]
     interval = charts_module.interval_chart(report["checkpoints"]["interval"])
     if interval is not None:
         figures["checkpoints.html"] = [Chart("interval", interval)]
