@@ -85,3 +85,14 @@ def test_checkpoints_page_draws_the_save_interval_chart(tmp_path):
     dom = rendered_dom(site / "checkpoints.html", tmp_path)
     assert 'class="main-svg"' in dom, "plotly did not draw the interval chart"
     assert "Young:" in dom and "Daly:" in dom and "plan: 30.0 min" in dom
+
+
+def test_next_campaign_page_draws_planned_measured_and_next_hours(tmp_path):
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    dom = rendered_dom(site / "next.html", tmp_path)
+    chart = chart_dom(dom, "estimates")
+    assert 'class="main-svg"' in chart, "plotly did not draw the estimates chart"
+    # planned, measured and next for each of the 12 steps (the dropped step's measured bar is empty)
+    assert len(re.findall(r'<g class="point"', chart)) == 3 * 12
+    assert "next estimate" in chart and "RTX 4090, 3 days" in dom

@@ -1,0 +1,174 @@
+"""Next-campaign estimates (R16, R9): planned, measured and next figures with their basis; the
+uncertainties, which shrink as measurements exist; and the catalogue lot the suggested schedule fits."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+from reportgen.build import prepare
+from reportgen.cli import cli
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    return prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+
+
+def by_item(report: dict) -> dict[str, dict]:
+    return {e["item"]: e for e in report["estimates"]}
+
+
+def uncertain_items(report: dict) -> set[str]:
+    return {u["item"] for u in report["next_campaign"]["uncertainties"]}
+
+
+def test_every_step_and_variant_has_planned_measured_next_and_a_basis(report):
+    estimates = by_item(report)
+    steps = [s["id"] for s in report["schedule"]["steps"]]
+    variants = [v["id"] for v in report["variants"]]
+    assert sorted(estimates) == sorted([f"step {s}" for s in steps] + [f"variant {v}" for v in variants])
+    for step in report["schedule"]["steps"]:
+        e = estimates[f"step {step['id']}"]
+        assert e["planned_hours"] == step["planned_hours"] and e["measured_hours"] == step["actual_hours"]
+        assert e["basis"] and e["next_hours"] is not None
+        assert e["measured"] is (step["actual_hours"] is not None)
+
+
+def test_interruptions_become_an_allowance_spread_over_the_gpu_steps(report):
+    estimates, steps = by_item(report), {s["id"]: s for s in report["schedule"]["steps"]}
+    plan = report["next_campaign"]
+    gpu = [s for s in steps.values() if s["resource"] == "gpu0" and s["actual_hours"] is not None]
+    down = {s["id"]: sum(c["hours"] for c in s["explained"] if c["cause"] in ("lost work", "downtime")) for s in gpu}
+    allowance = sum(down.values()) / sum(s["actual_hours"] - down[s["id"]] for s in gpu)
+    assert plan["interruption_allowance"] == pytest.approx(allowance, abs=1e-4)
+    assert allowance > 0  # lora-r16-1 and eval-all-1 were interrupted
+    # train-r16 lost 1.16 h to lora-r16-1's crash: the next estimate replaces it with the allowance.
+    r16 = estimates["step train-r16"]
+    assert r16["next_hours"] == pytest.approx((steps["train-r16"]["actual_hours"] - down["train-r16"]) * (1 + allowance), abs=1e-3)
+    assert "lost work and downtime replaced" in r16["basis"]
+    # Human and cpu steps keep what they measured.
+    assert estimates["step error-analysis"]["next_hours"] == steps["error-analysis"]["actual_hours"]
+
+
+def test_a_variant_is_one_full_run_without_the_work_lost(report):
+    estimates, runs = by_item(report), {r["id"]: r for r in report["runs"]}
+    allowance = report["next_campaign"]["interruption_allowance"]
+    r16 = estimates["variant lora-r16"]
+    # lora-r16-1 saved at step 1,200 (08:20:07.268) and crashed at 08:43:10; lora-r16-2 resumed it and completed.
+    lost = (23 * 60 + 2.732) / 3600
+    work = runs["lora-r16-1"]["gpu_hours"] + runs["lora-r16-2"]["gpu_hours"] - lost
+    assert r16["next_hours"] == pytest.approx(work * (1 + allowance), abs=2e-3)
+    assert r16["measured_hours"] == pytest.approx(runs["lora-r16-1"]["gpu_hours"] + runs["lora-r16-2"]["gpu_hours"], abs=1e-3)
+    assert "lora-r16-1 then lora-r16-2" in r16["basis"] and r16["runs"] == ["lora-r16-1", "lora-r16-2"]
+    # control-1 was stopped and rerun with a new config: one full run is control-2.
+    assert estimates["variant control"]["next_hours"] == pytest.approx(runs["control-2"]["gpu_hours"] * (1 + allowance), abs=1e-3)
+
+
+def test_a_variant_that_never_finished_is_scaled_to_its_configured_steps_and_stays_uncertain(report):
+    estimates, runs = by_item(report), {r["id"]: r for r in report["runs"]}
+    allowance = report["next_campaign"]["interruption_allowance"]
+    r64 = estimates["variant lora-r64"]
+    work = runs["lora-r64-1"]["gpu_hours"] * 3000 / 2140  # stopped at 2,140 of the config's 3,000 steps
+    assert r64["next_hours"] == pytest.approx(work * (1 + allowance), abs=1e-3)
+    assert "scaled to the 3,000 steps of its config ('steps')" in r64["basis"]
+    assert "variant lora-r64" in uncertain_items(report)
+    # Its step gets the rest of the run too.
+    step = estimates["step train-r64"]
+    assert "for the rest of a full run of lora-r64" in step["basis"]
+    assert step["next_hours"] > step["measured_hours"] * (1 + allowance)
+
+
+def test_a_dropped_variant_is_left_out_of_the_suggested_schedule_and_said_so(report):
+    estimates = by_item(report)
+    dropped = estimates["step explore-len2048"]
+    assert dropped["in_suggested_schedule"] is False and dropped["measured"] is False
+    assert report["next_campaign"]["left_out"] == ["explore-len2048"]
+    assert "dropped at after-pilot" in estimates["variant lora-r16-len2048"]["basis"]
+    assert "variant lora-r16-len2048" in uncertain_items(report)
+
+
+def test_the_suggested_schedule_fits_the_cheapest_catalogue_lot(report):
+    plan = report["next_campaign"]
+    estimates = by_item(report)
+    # Every step on gpu0 runs one after another; the chain ends with the human error analysis.
+    chain = ["prep-env", "data-check", "load-model", "pilot", "resume-check", "control-preds", "train-r16", "train-r64",
+             "evaluate", "write-outputs", "error-analysis"]
+    assert plan["suggested_hours"] == pytest.approx(sum(estimates[f"step {s}"]["next_hours"] for s in chain), abs=1e-3)
+    assert plan["lot"]["label"] == "RTX 4090, 3 days" and plan["lot"]["price"] == 47.14
+    assert plan["lot"]["unused_hours"] == pytest.approx(72 - plan["suggested_hours"], abs=1e-3)
+    assert [lot["label"] for lot in plan["lots"]] == ["RTX 4090, 3 days", "RTX 4090, 7 days", "RTX 4090, 30 days"]
+    assert report["uncertainties"] == [u["message"] for u in plan["uncertainties"]]
+
+
+def test_an_unmeasured_step_keeps_the_plan_figure_and_can_need_a_longer_lot(sample_plan_data, write_plan):
+    def longer(d):
+        d["schedule"]["steps"].append({"id": "ablation", "kind": "training", "resource": "gpu0", "hours": 30,
+                                       "depends_on": ["evaluate"], "category": "useful"})
+
+    report = prepare(SAMPLE_LOGS, write_plan(sample_plan_data, longer)).report
+    ablation = by_item(report)["step ablation"]
+    assert ablation["next_hours"] == 30 and ablation["measured"] is False and "plan's figure is kept" in ablation["basis"]
+    assert "step ablation" in uncertain_items(report)
+    plan = report["next_campaign"]
+    assert plan["suggested_hours"] > 72
+    assert plan["lot"]["label"] == "RTX 4090, 7 days" and plan["lot"]["price"] == 110
+    assert plan["lots"][0]["fits"] is False and plan["lots"][0]["unused_hours"] < 0
+    assert "RTX 4090, 7 days at 110.00 USD fits" in CliRunner().invoke(
+        cli, ["note", str(SAMPLE_LOGS), str(write_plan(sample_plan_data, longer, name="longer.yaml"))]).output
+
+
+def test_a_variant_with_nothing_measured_is_uncertain_until_its_runs_are_added(tmp_path, report):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    for run in ("lora-r16-1", "lora-r16-2"):
+        shutil.rmtree(logs / "runs" / run)
+    without = prepare(logs, SAMPLE_PLAN).report
+    assert "variant lora-r16" in uncertain_items(without)
+    assert any(u.startswith("Variant lora-r16 (required) was never run") for u in without["uncertainties"])
+    assert by_item(without)["variant lora-r16"]["measured"] is False
+    # With its runs (the sample as shipped), the item has a measurement and leaves the list.
+    assert "variant lora-r16" not in uncertain_items(report)
+    assert by_item(report)["variant lora-r16"]["measured"] is True
+
+
+def test_quantities_never_measured_are_uncertain_and_leave_once_timed(tmp_path, sample_plan_data, write_plan, event_log, clock):
+    plan = write_plan(sample_plan_data)
+    log = event_log("runs/lora-r16-1/events.jsonl", run="lora-r16-1")
+    log.run_start(variant="lora-r16", config={"steps": 100})
+    for step in range(10, 101, 10):
+        clock.hours(0.1)
+        log.metric(step=step, loss=1.0)
+    log.checkpoint_save(step=100, path="ckpt/lora-r16-1/checkpoint-100", seconds=30.0)
+    log.run_end(status="completed", step=100)
+    first = prepare(tmp_path / "logs", plan).report
+    items = uncertain_items(first)
+    assert {"checkpoint restore", "checkpoint transfer", "reload test in a new process",
+            "mean time between interruptions"} <= items
+    assert "checkpoint save" not in items  # 30 s was timed
+    assert "untested" in next(u["message"] for u in first["next_campaign"]["uncertainties"]
+                              if u["item"] == "mean time between interruptions")
+    assert first["next_campaign"]["interruption_allowance"] == 0
+
+    clock.hours(0.1)
+    log.checkpoint_transfer(path="ckpt/lora-r16-1/checkpoint-100", seconds=40.0, destination="bucket")
+    log.checkpoint_restore(path="ckpt/lora-r16-1/checkpoint-100", seconds=20.0, run="lora-r16-1")
+    log.reload_test(path="ckpt/lora-r16-1/checkpoint-100", ok=True, seconds=60.0, new_process=True)
+    second = prepare(tmp_path / "logs", plan).report
+    assert not {"checkpoint restore", "checkpoint transfer", "reload test in a new process"} & uncertain_items(second)
+    measured = {m["quantity"]: m for m in second["next_campaign"]["measurements"]}
+    assert measured["checkpoint restore"]["measured"] == 20.0 and measured["checkpoint transfer"]["measured"] == 40.0
+    assert measured["reload test in a new process"]["count"] == 1
+
+
+def test_the_order_note_gives_the_next_steps(report):
+    from reportgen.render.note import order_note
+
+    note = order_note(report)
+    line = next(x for x in note.splitlines() if x.startswith("- Next:"))
+    assert f"{report['next_campaign']['suggested_hours']:.1f} h" in line and "RTX 4090, 3 days at 47.14 USD fits" in line
+    assert "without explore-len2048" in line and "2 uncertainties" in line
+    assert len(note) <= 2000
