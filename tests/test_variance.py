@@ -116,3 +116,23 @@ def test_a_long_input_message_marks_its_stretch(tmp_path, sample_plan_data, writ
     assert {"path": "runs/lora-r16-9/stdout.log", "line": 3} in causes["long inputs"]["evidence"]
     # 200 steps: 190 at 10 s and 10 at 40 s, of which the extra 300 s are long inputs, against 10 s planned.
     assert causes["throughput"]["hours"] == pytest.approx(0.0, abs=1e-3)
+
+
+def test_waiting_between_steps_is_the_span_no_step_covers():
+    report = prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+    schedule = report["schedule"]
+    between = schedule["between_steps"]
+    # The pilot ended at 18:50 and the decision after it came at 19:00: the resume check waited for it.
+    first = between["gaps"][0]
+    assert (first["after"], first["before"], first["hours"]) == ("pilot", "resume-check", pytest.approx(10 / 60, abs=1e-4))
+    assert first["evidence"] == [{"path": "campaign/events.jsonl", "line": 8}, {"path": "campaign/events.jsonl", "line": 11}]
+    # Span = the union of the measured steps + the gaps between them.
+    spans = sorted((datetime.fromisoformat(s["actual_start"]), datetime.fromisoformat(s["actual_end"]))
+                   for s in schedule["steps"] if s["actual_hours"] is not None)
+    union, reach = 0.0, None
+    for start, end in spans:
+        start = max(start, reach) if reach else start
+        if end > start:
+            union += (end - start).total_seconds() / 3600
+        reach = max(reach, end) if reach else end
+    assert union + between["hours"] == pytest.approx(schedule["actual_hours"], abs=1e-3)

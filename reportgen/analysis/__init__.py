@@ -21,7 +21,7 @@ from reportgen.analysis.runs import (
 )
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
-from reportgen.analysis.variance import StepVariance, explain
+from reportgen.analysis.variance import Gap, StepVariance, between_steps, explain
 from reportgen.analysis.verdicts import (
     RunStatus,
     VariantResult,
@@ -55,6 +55,7 @@ class Analysis:
     costs: Costs
     options: list[PlanOption]
     variance: dict[str, StepVariance]
+    gaps: list[Gap]  # waiting between steps
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -129,6 +130,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         costs=costs(plan, deliverables),
         options=plan_options(plan, schedule),
         variance=explain(schedule, campaign, statuses, checkpoints),
+        gaps=between_steps(schedule),
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

@@ -18,6 +18,7 @@ the runs that started inside its span) give the causes, each counted inside the 
   planned ones. It is negative when training ran faster than planned.
 
 What no cause covers is *unexplained*: planned + causes + unexplained = actual, always.
+Between steps, the stretches no measured step covers are waiting too, for the campaign as a whole.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from itertools import pairwise
 import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
-from reportgen.analysis.schedule import ScheduleReport, hours_between, runs_matching
+from reportgen.analysis.schedule import (
+    ScheduleReport,
+    StepReport,
+    hours_between,
+    runs_matching,
+)
 from reportgen.analysis.verdicts import RunStatus
 from reportgen.model import Campaign, Evidence, Run
 
@@ -174,6 +180,38 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
     return out
+
+
+@dataclass
+class Gap:
+    """A stretch of the campaign in which no measured step was in progress: waiting for a resource or a person."""
+
+    after: str
+    before: str
+    start: datetime
+    end: datetime
+    evidence: list[Evidence]
+
+    @property
+    def hours(self) -> float:
+        return hours_between(self.start, self.end)
+
+
+def between_steps(schedule: ScheduleReport) -> list[Gap]:
+    """Waiting between steps: the gaps in the actual span that no measured step covers."""
+    spans = sorted(((i.actual.start, i.actual.end, i) for i in schedule.steps
+                    if i.actual.hours is not None and i.actual.start is not None and i.actual.end is not None),
+                   key=lambda span: (span[0], span[2].step.id))
+    gaps: list[Gap] = []
+    reach: tuple[datetime, StepReport] | None = None
+    for start, end, item in spans:
+        if reach is not None and start > reach[0]:
+            before = reach[1]
+            evidence = [*before.actual.evidence[-1:], *item.actual.evidence[:1]]
+            gaps.append(Gap(before.step.id, item.step.id, reach[0], start, evidence))
+        if reach is None or end > reach[0]:
+            reach = (end, item)
+    return gaps
 
 
 def last_save_before(run: Run, crash: datetime, checkpoints: dict[str, list[RunCheckpoint]]) -> datetime:

@@ -221,6 +221,12 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 for kind, figures in schedule.time_by_resource_kind().items()
             },
             "steps": steps,
+            # Waiting between steps: no measured step in progress (a resource or a person not ready).
+            "between_steps": {
+                "hours": hours(sum(g.hours for g in analysis.gaps)),
+                "gaps": [{"after": g.after, "before": g.before, "start": iso(g.start, tz), "end": iso(g.end, tz),
+                          "hours": hours(g.hours), "evidence": evidence(g.evidence)} for g in analysis.gaps],
+            },
         },
         "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
         "checkpoints": _checkpoints_json(analysis, tz),
