@@ -7,6 +7,7 @@ from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
 from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
+from reportgen.analysis.decisions import PointStatus, decision_points
 from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
 from reportgen.analysis.estimates import NextCampaign, next_campaign
 from reportgen.analysis.interval import SaveInterval, save_interval
@@ -56,6 +57,7 @@ class Analysis:
     options: list[PlanOption]
     variance: dict[str, StepVariance]
     gaps: list[Gap]  # waiting between steps
+    decision_points: list[PointStatus]
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
@@ -131,6 +133,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         options=plan_options(plan, schedule),
         variance=explain(schedule, campaign, statuses, checkpoints),
         gaps=between_steps(schedule),
+        decision_points=decision_points(plan, campaign, schedule),
         variants=results,
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],

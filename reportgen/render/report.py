@@ -440,27 +440,19 @@ def _plan_warnings(analysis: Analysis, reference: LoadedPlan) -> list[dict]:
 
 def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
     """R3: each decision point of the plan, taken (when, what, why) or missed once its step ended."""
-    ends = {item.step.id: item.actual.end for item in analysis.schedule.steps}
-    out = []
-    for point in analysis.plan.decision_points:
-        taken = sorted((d for d in analysis.campaign.decisions if d.point == point.id), key=lambda d: (d.at, d.evidence))
-        if taken:
-            status = "taken"
-        elif ends.get(point.after) is not None:
-            status = "missed"
-        else:
-            status = "pending"
-        out.append({
-            "id": point.id,
-            "after": point.after,
-            "question": point.question,
-            "options": point.options,
-            "status": status,
-            "after_step_ended": iso(ends.get(point.after), tz),
+    return [
+        {
+            "id": p.point.id,
+            "after": p.point.after,
+            "question": p.point.question,
+            "options": p.point.options,
+            "status": p.status,
+            "after_step_ended": iso(p.after_step_ended, tz),
             "decisions": [{"decision": d.decision, "variant": d.variant, "at": iso(d.at, tz), "reason": d.reason,
-                           "in_options": d.decision in point.options, "evidence": evidence([d.evidence])} for d in taken],
-        })
-    return out
+                           "in_options": p.in_options(d), "evidence": evidence([d.evidence])} for d in p.decisions],
+        }
+        for p in analysis.decision_points
+    ]
 
 
 def _estimates_json(analysis: Analysis) -> list[dict]:
