@@ -38,6 +38,7 @@ from reportgen.analysis.schedule import (
 )
 from reportgen.analysis.verdicts import RunStatus
 from reportgen.model import Campaign, Evidence, Run
+from reportgen.numbers import figure
 
 CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting",
           "long inputs", "throughput")
@@ -172,9 +173,9 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
         pace = totals["throughput"]
         if pace.steps:
-            pace.note = (f"{pace.seconds / pace.steps:.1f} s a step measured over {pace.steps:,} steps (evaluations, "
+            pace.note = (f"{figure(pace.seconds / pace.steps)} s a step measured over {pace.steps:,} steps (evaluations, "
                          f"checkpoints and long-input stretches taken out) against the planned "
-                         f"{1.0 / (item.step.steps_per_second or 1.0):.1f} s")
+                         f"{figure(1.0 / (item.step.steps_per_second or 1.0))} s")
         causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from reportgen.errors import BuildError
 from reportgen.ingest import Excerpt
+from reportgen.numbers import figure
 from reportgen.render import charts as charts_module
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
@@ -125,6 +126,7 @@ def _environment(custom: Path | None) -> jinja2.Environment:
     env.filters["hours"] = lambda v: "—" if v is None else f"{v:,.1f} h"
     env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if abs(v) < 1 else f"{v:,.2f} h")
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
+    env.filters["figure"] = figure
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
     env.globals["search_path"] = search
     env.globals["run_page"] = run_page
