@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from itertools import pairwise
 
+import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
@@ -237,22 +237,31 @@ class TrainingPace:
         return self.seconds / self.steps
 
 
-def _overhead_seconds(run_id: str, campaign: Campaign, start: datetime, end: datetime) -> float:
-    """Seconds of evaluations, checkpoint operations and reload tests that ended in (start, end]."""
-    total = 0.0
-    for item in [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.reload_tests]:
-        if item.run == run_id and item.seconds and item.at is not None and start < item.at <= end:
-            total += item.seconds
-    return total
+def _overhead(run_id: str, campaign: Campaign) -> tuple[np.ndarray, np.ndarray]:
+    """(end times in ns, seconds) of a run's evaluations, checkpoint operations and reload tests."""
+    timed = [(item.at, item.seconds) for item in [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.reload_tests]
+             if item.run == run_id and item.seconds and item.at is not None]
+    at = np.array([pd.Timestamp(a).value for a, _ in timed], dtype=np.int64)
+    return at, np.array([float(sec or 0.0) for _, sec in timed], dtype=float)
 
 
-def _row_evidence(row: dict) -> Evidence:
-    return Evidence(str(row["path"]), None if pd.isna(row["line"]) else int(row["line"]))
+def _row_evidence(path: object, line: object) -> Evidence:
+    return Evidence(str(path), None if pd.isna(line) else int(line))  # type: ignore[call-overload]
+
+
+def _stretch_of(steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each step in `wanted`, the stretch (steps[i], steps[i + 1]] holding it; -1 outside."""
+    index = np.searchsorted(steps, wanted, side="left") - 1
+    return np.where((index >= 0) & (index < len(steps) - 1), index, -1)
 
 
 def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
                   lo: datetime, hi: datetime) -> TrainingPace | None:
-    """Training pace from a run's timed rows inside [lo, hi]: one point a step (its last time)."""
+    """Training pace from a run's timed rows inside [lo, hi]: one point a step (its last time).
+
+    The training is cut into stretches between consecutive points; each stretch's seconds lose
+    the evaluations, checkpoint operations and reload tests that ended in it.
+    """
     if frame is None or not len(frame):
         return None
     timed = frame[frame["ts"].notna() & frame["step"].notna()]
@@ -262,59 +271,58 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     points = timed.sort_values(["ts", "line"], kind="stable").groupby("step", sort=True).tail(1).sort_values("step")
     if len(points) < 2:
         return None
-    tokens = _tokens_per_row(points)
-    flagged = {m.step for m in campaign.messages
-               if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None}
-    messages = {m.step: m.evidence for m in campaign.messages
-                if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None}
-    stretches = []
-    rows = points[["path", "line", "step", "ts"]].to_dict("records")
-    for (ra, rb), per_step in zip(pairwise(rows), tokens[1:], strict=True):
-        steps = int(rb["step"]) - int(ra["step"])
-        if steps <= 0:
-            continue
-        start, end = ra["ts"].to_pydatetime(), rb["ts"].to_pydatetime()
-        seconds = max(0.0, (end - start).total_seconds() - _overhead_seconds(run_id, campaign, start, end))
-        hits = sorted(messages[s] for s in flagged if int(ra["step"]) < s <= int(rb["step"]))
-        stretches.append((steps, seconds, per_step, hits, _row_evidence(rb)))
-    if not stretches:
+    steps = points["step"].to_numpy(dtype=np.int64)
+    ts = points["ts"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    at, seconds_taken = _overhead(run_id, campaign)
+    overhead = np.zeros(len(points) - 1)
+    if len(at):
+        holder = np.searchsorted(ts, at, side="left") - 1  # stretch (ts[i], ts[i + 1]] the operation ended in
+        inside = (holder >= 0) & (holder < len(overhead))
+        np.add.at(overhead, holder[inside], seconds_taken[inside])
+    step_counts = np.diff(steps)
+    seconds = np.maximum(0.0, np.diff(ts) / 1e9 - overhead)
+    valid = step_counts > 0
+    if not valid.any():
         return None
-    paces = sorted(seconds / steps for steps, seconds, _, _, _ in stretches)
-    typical = paces[len(paces) // 2] if len(paces) % 2 else (paces[len(paces) // 2 - 1] + paces[len(paces) // 2]) / 2
-    known = sorted(t for _, _, t, _, _ in stretches if t is not None)
-    median_tokens = known[len(known) // 2] if known else None
-    long_seconds, long_evidence = 0.0, []
-    for steps, seconds, per_step, hits, where in stretches:
-        longer = median_tokens is not None and per_step is not None and per_step > LONG_FACTOR * median_tokens
-        excess = seconds - steps * typical
-        if (longer or hits) and excess > 0:
-            long_seconds += excess
-            long_evidence += [*hits, where]
+    pace = seconds[valid] / step_counts[valid]
+    typical = float(np.median(pace))
+    tokens = _tokens_per_step(points, steps)
+    longer = np.zeros(len(seconds), dtype=bool)
+    if np.isfinite(tokens).any():
+        longer = np.nan_to_num(tokens, nan=-np.inf) > LONG_FACTOR * float(np.nanmedian(tokens))
+    messages = sorted((m.step, m.evidence) for m in campaign.messages
+                      if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None)
+    said = _stretch_of(steps, np.array([step for step, _ in messages], dtype=np.int64))
+    hit = np.zeros(len(seconds), dtype=bool)
+    hit[said[said >= 0]] = True
+    excess = seconds - step_counts * typical
+    flagged = np.flatnonzero(valid & (longer | hit) & (excess > 0))
+    paths, lines = points["path"].to_numpy(), points["line"].to_numpy()
+    shown = set(flagged[:50].tolist())
+    long_evidence = [evidence for (_, evidence), where in zip(messages, said, strict=True) if where in shown]
+    long_evidence += [_row_evidence(paths[i + 1], lines[i + 1]) for i in flagged[:20]]
     return TrainingPace(
-        steps=sum(s for s, *_ in stretches),
-        seconds=sum(sec for _, sec, *_ in stretches),
-        long_seconds=long_seconds,
-        evidence=[_row_evidence(rows[0]), _row_evidence(rows[-1])],
+        steps=int(step_counts[valid].sum()),
+        seconds=float(seconds[valid].sum()),
+        long_seconds=float(excess[flagged].sum()),
+        evidence=[_row_evidence(paths[0], lines[0]), _row_evidence(paths[-1], lines[-1])],
         long_evidence=long_evidence,
     )
 
 
-def _tokens_per_row(points: pd.DataFrame) -> list[float | None]:
-    """Tokens a step for each row (since the previous row), from a running total or a per-step length."""
-    steps = points["step"].astype(float).to_numpy()
+def _tokens_per_step(points: pd.DataFrame, steps: np.ndarray) -> np.ndarray:
+    """Tokens a step in each stretch between points (NaN where unknown): from a running total
+    (the stretch's difference over its steps) or a per-step length logged at the stretch's end."""
+    gaps = np.diff(steps).astype(float)
     for name in CUMULATIVE_LENGTH_METRICS:
         if name in points.columns and points[name].notna().sum() >= 2:
-            seen = points[name].astype(float).to_numpy()
-            out: list[float | None] = [None]
-            for i in range(1, len(seen)):
-                gap = steps[i] - steps[i - 1]
-                ok = gap > 0 and not (pd.isna(seen[i]) or pd.isna(seen[i - 1]))
-                out.append(float((seen[i] - seen[i - 1]) / gap) if ok else None)
-            return out
+            seen = pd.to_numeric(points[name], errors="coerce").to_numpy(dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(gaps > 0, np.diff(seen) / gaps, np.nan)
     for name in LENGTH_METRICS:
         if name in points.columns and points[name].notna().any():
-            return [None if pd.isna(v) else float(v) for v in points[name].astype(float)]
-    return [None] * len(points)
+            return pd.to_numeric(points[name], errors="coerce").to_numpy(dtype=float)[1:]
+    return np.full(len(gaps), np.nan)
 
 
 def _ended(seconds: float, at: datetime, lo: datetime) -> float:
