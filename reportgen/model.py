@@ -6,9 +6,11 @@ Per-step metrics stay columnar (one pandas frame for the whole campaign); the ra
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -40,6 +42,22 @@ def metric_values(column: pd.Series, missing: float = float("nan")) -> tuple[np.
     """A metrics-frame column as (logged mask, float values): NaN logged stays NaN, `missing` fills rows not logged."""
     logged = column.notna().to_numpy()
     return logged, column.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=missing)
+
+
+class _OfRun(Protocol):
+    @property
+    def run(self) -> str | None: ...
+
+
+T = TypeVar("T", bound=_OfRun)
+
+
+def by_run(items: Iterable[T]) -> dict[str | None, list[T]]:
+    """Records grouped by their `run` (None: records no run could be found for), in their order."""
+    out: dict[str | None, list[T]] = {}
+    for item in items:
+        out.setdefault(item.run, []).append(item)
+    return out
 
 
 @dataclass(frozen=True, order=True)

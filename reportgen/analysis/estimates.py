@@ -165,7 +165,7 @@ class _Estimator:
         steps = [s for s in self.plan.schedule.steps if s.variant == variant.id]
         planned = sum(s.hours for s in steps) if steps else None
         runs = [self.a.campaign.runs[r] for r in result.runs if r in self.a.campaign.runs]
-        held = [self.a.run_times[r.id].gpu_hours for r in runs if self.a.run_times[r.id].gpu_hours is not None]
+        held = [h for r in runs if (h := self.a.run_times[r.id].gpu_hours) is not None]
         measured = sum(held) if held else None
         evidence = [e for r in runs for e in [r.start_evidence, r.end_evidence] if e is not None]
         ids = [r.id for r in runs]
@@ -196,9 +196,9 @@ class _Estimator:
             chains.append((sum(w for w in walls if w is not None) - lost, [m.id for m in members], lost))
         if chains:
             chains.sort()
-            work, members, lost = chains[len(chains) // 2]
+            work, chain_ids, lost = chains[len(chains) // 2]
             next_hours = work * (1.0 + (allowance or 0.0))
-            basis = f"one full run: {' then '.join(members)} took {work:.2f} GPU h"
+            basis = f"one full run: {' then '.join(chain_ids)} took {work:.2f} GPU h"
             if lost:
                 basis += f" once the {lost:.2f} h lost at an interruption are taken out"
             if len(chains) > 1:

@@ -37,7 +37,15 @@ from reportgen.analysis.schedule import (
     runs_matching,
 )
 from reportgen.analysis.verdicts import RunStatus
-from reportgen.model import Campaign, Evidence, Run
+from reportgen.model import (
+    Campaign,
+    CheckpointOp,
+    Evaluation,
+    Evidence,
+    ReloadTest,
+    Run,
+    by_run,
+)
 from reportgen.numbers import figure
 
 CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting",
@@ -108,6 +116,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
     """Every measured step's variance split into causes; steps with no actual time are left out."""
     frames = {str(run): group for run, group in campaign.metrics.groupby("run", sort=True)} if len(campaign.metrics) else {}
     starts = {e.run: e.step for e in campaign.run_events if e.kind == "start" and e.step is not None}
+    evaluations, operations, tests = by_run(campaign.evaluations), by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
     out: dict[str, StepVariance] = {}
     for item in schedule.steps:
         span = item.actual
@@ -117,13 +126,13 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
         runs = runs_matching(item.step.runs, campaign.runs) if item.step.runs else []
         if not runs:
             runs = [r for r in campaign.runs.values() if r.started_at is not None and lo <= r.started_at < hi]
-        runs = sorted((r for r in runs if r.started_at is not None), key=lambda r: (r.started_at, r.id))
+        timed_runs = sorted(((r, r.started_at) for r in runs if r.started_at is not None), key=lambda rs: (rs[1], rs[0].id))
         totals: dict[str, Cause] = {name: Cause(name, 0.0) for name in CAUSES}
 
         busy: list[tuple[datetime, datetime]] = []
-        for index, run in enumerate(runs):
-            end = run.ended_at or run.last_seen_at or run.started_at
-            busy.append((run.started_at, end))
+        for index, (run, started) in enumerate(timed_runs):
+            end = run.ended_at or run.last_seen_at or started
+            busy.append((started, end))
             pace = _pace(frames.get(run.id))
             begins = starts.get(run.id, 0)  # a resumed run starts past 0
             if pace is not None and (pace.seconds_per_step is not None or pace.first[1] <= begins + 1):
@@ -131,25 +140,23 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                 # Without a pace (one timed row) that split is unknown, and nothing is counted.
                 worked = max(0, pace.first[1] - begins) * (pace.seconds_per_step or 0.0)
                 ready = pace.first[0] - timedelta(seconds=worked)
-                _add(totals, "start-up", _clip(run.started_at, ready, lo, hi), run.start_evidence, pace.first[2])
-            for evaluation in campaign.evaluations:
-                if evaluation.run == run.id and evaluation.seconds and evaluation.at is not None and lo <= evaluation.at <= hi:
+                _add(totals, "start-up", _clip(started, ready, lo, hi), run.start_evidence, pace.first[2])
+            for evaluation in evaluations.get(run.id, []):
+                if evaluation.seconds and evaluation.at is not None and lo <= evaluation.at <= hi:
                     _add(totals, "evaluation", _ended(evaluation.seconds, evaluation.at, lo), evaluation.evidence)
-            for op in campaign.checkpoint_ops:
-                if op.run == run.id and op.seconds and lo <= op.at <= hi:
+            timed: list[CheckpointOp | ReloadTest] = [*operations.get(run.id, []), *tests.get(run.id, [])]
+            for op in timed:
+                if op.seconds and lo <= op.at <= hi:
                     _add(totals, "checkpoints", _ended(op.seconds, op.at, lo), op.evidence)
-            for test in campaign.reload_tests:
-                if test.run == run.id and test.seconds and lo <= test.at <= hi:
-                    _add(totals, "checkpoints", _ended(test.seconds, test.at, lo), test.evidence)
             status = statuses[run.id].status
             if status == "interrupted":
                 crash = run.last_seen_at or end
                 since = last_save_before(run, crash, checkpoints)
                 _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or []))
-                following = runs[index + 1] if index + 1 < len(runs) else None
-                if following is not None and following.started_at > crash:
-                    _add(totals, "downtime", _clip(crash, following.started_at, lo, hi), following.start_evidence)
-                    busy.append((crash, following.started_at))  # counted as downtime, not waiting
+                following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
+                if following is not None and following[1] > crash:
+                    _add(totals, "downtime", _clip(crash, following[1], lo, hi), following[0].start_evidence)
+                    busy.append((crash, following[1]))  # counted as downtime, not waiting
             elif run.ended_at is not None and pace is not None:
                 # Steps after the last logged one (to the run's last step) were work, not output writing.
                 remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
@@ -169,13 +176,14 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                     totals["throughput"].evidence += training.evidence
                     totals["throughput"].steps += training.steps
                     totals["throughput"].seconds += training.seconds - training.long_seconds
-        if runs:
+        if timed_runs:
             _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
-        pace = totals["throughput"]
-        if pace.steps:
-            pace.note = (f"{figure(pace.seconds / pace.steps)} s a step measured over {pace.steps:,} steps (evaluations, "
-                         f"checkpoints and long-input stretches taken out) against the planned "
-                         f"{figure(1.0 / (item.step.steps_per_second or 1.0))} s")
+        throughput = totals["throughput"]
+        if throughput.steps:
+            measured = figure(throughput.seconds / throughput.steps)
+            throughput.note = (f"{measured} s a step measured over {throughput.steps:,} steps (evaluations, checkpoints "
+                               f"and long-input stretches taken out) against the planned "
+                               f"{figure(1.0 / (item.step.steps_per_second or 1.0))} s")
         causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
@@ -239,8 +247,9 @@ class TrainingPace:
 
 def _overhead(run_id: str, campaign: Campaign) -> tuple[np.ndarray, np.ndarray]:
     """(end times in ns, seconds) of a run's evaluations, checkpoint operations and reload tests."""
-    timed = [(item.at, item.seconds) for item in [*campaign.evaluations, *campaign.checkpoint_ops, *campaign.reload_tests]
-             if item.run == run_id and item.seconds and item.at is not None]
+    records: list[Evaluation | CheckpointOp | ReloadTest] = [*campaign.evaluations, *campaign.checkpoint_ops,
+                                                             *campaign.reload_tests]
+    timed = [(item.at, item.seconds) for item in records if item.run == run_id and item.seconds and item.at is not None]
     at = np.array([pd.Timestamp(a).value for a, _ in timed], dtype=np.int64)
     return at, np.array([float(sec or 0.0) for _, sec in timed], dtype=float)
 

@@ -17,7 +17,7 @@ from reportgen.analysis.checkpoints import Location
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.plan_checks import check_plan
 from reportgen.analysis.stops import Stop
-from reportgen.model import Campaign, Evidence
+from reportgen.model import Campaign, Evidence, by_run
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
 
@@ -386,9 +386,10 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
                 "evidence": evidence(check.evidence + [t.evidence for t in tests]),
             })
     calendar = []
+    all_ops, all_tests = by_run(analysis.campaign.checkpoint_ops), by_run(analysis.campaign.reload_tests)
     for run_id in [*analysis.run_order, None]:  # None: benchmark records no run could be found for
-        ops = [op for op in analysis.campaign.checkpoint_ops if op.run == run_id and op.seconds is not None]
-        tests = [t for t in analysis.campaign.reload_tests if t.run == run_id and t.seconds is not None]
+        ops = [op for op in all_ops.get(run_id, []) if op.seconds is not None]
+        tests = [t for t in all_tests.get(run_id, []) if t.seconds is not None]
         if not ops and not tests:
             continue
         row = {op: round(sum(o.seconds or 0.0 for o in ops if o.op == op) / 3600.0, 4) if any(o.op == op for o in ops) else None
