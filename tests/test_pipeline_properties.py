@@ -64,3 +64,15 @@ def test_any_story_in_the_logs_builds_a_report(tmp_path_factory, events):
             assert step["actual_hours"] >= 0
             assert abs(step["planned_hours"] + sum(c["hours"] for c in step["explained"]) + step["unexplained_hours"]
                        - step["actual_hours"]) < 1e-3
+            assert all(c["evidence"] for c in step["explained"])
+    # Next-campaign estimates: a figure with no measurement is the plan's own, and is an uncertainty.
+    uncertain = {u["item"] for u in built.report["next_campaign"]["uncertainties"]}
+    for estimate in built.report["estimates"]:
+        assert estimate["next_hours"] is None or estimate["next_hours"] >= 0
+        if not estimate["measured"]:
+            assert estimate["next_hours"] == estimate["planned_hours"]
+            assert estimate["item"] in uncertain or not estimate["in_suggested_schedule"]
+    plan = built.report["next_campaign"]
+    for lot in plan["lots"]:
+        if abs(plan["suggested_hours"] - lot["hours"]) > 1e-3:  # report.json rounds hours to 4 places
+            assert lot["fits"] == (plan["suggested_hours"] < lot["hours"])
