@@ -125,7 +125,7 @@ def write_sample(root: Path) -> None:
 
     clock.set(2, 19, 0)
     campaign.decision("after-pilot", "continue",
-                      reason="Pilot loss falls steadily and a step takes 33 s as assumed; keep control, r16 and r64.")
+                      reason="Pilot loss falls steadily and a step takes about 11 s against the 10 s planned; keep control, r16 and r64.")
     campaign.decision("after-pilot", "drop_variant", variant="lora-r16-len2048",
                       reason="Only 3% of articles exceed 1,024 tokens: the long-context variant cannot change the choice (R9).")
 

@@ -319,8 +319,8 @@ class _Estimator:
                 continue
             seconds, steps, evidence = pace
             out.append(Measurement(f"seconds a step ({result.variant.id})", "s/step", planned, seconds / steps,
-                                   steps, f"{steps:,} steps of {', '.join(result.runs)}, evaluations and checkpoints "
-                                   "taken out", evidence))
+                                   steps, f"{steps:,} steps of {', '.join(result.runs)}; evaluations, checkpoints "
+                                   "and long-input stretches taken out", evidence))
         return out
 
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
