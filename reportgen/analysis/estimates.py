@@ -26,8 +26,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from reportgen.analysis.runs import chain
-from reportgen.analysis.schedule import planned_hours, planned_timeline, runs_matching
+from reportgen.analysis.schedule import (
+    StepReport,
+    planned_hours,
+    planned_timeline,
+    runs_matching,
+)
 from reportgen.analysis.variance import last_save_before, training_pace
+from reportgen.analysis.verdicts import VariantResult
 from reportgen.model import Evidence, Run
 from reportgen.plan.schema import Plan
 
@@ -123,6 +129,8 @@ def _plural(n: int, word: str) -> str:
 
 
 class _Estimator:
+    """Builds the estimates of one analysed campaign, collecting the uncertainties on the way."""
+
     def __init__(self, analysis: Analysis):
         self.a = analysis
         self.plan: Plan = analysis.plan
@@ -160,7 +168,8 @@ class _Estimator:
         return max(0.0, (crash - last_save_before(run, crash, self.a.checkpoints)).total_seconds() / 3600.0)
 
     # -- variants ------------------------------------------------------------------------------
-    def variant(self, result, allowance: float | None) -> Estimate:
+    def variant(self, result: VariantResult, allowance: float | None) -> Estimate:
+        """One full run of a variant: a completed chain, else the furthest run scaled, else the plan's figure."""
         variant = result.variant
         steps = [s for s in self.plan.schedule.steps if s.variant == variant.id]
         planned = sum(s.hours for s in steps) if steps else None
@@ -233,7 +242,8 @@ class _Estimator:
         return keep_plan("no run completed and no total steps to scale to: the plan's figure is kept")
 
     # -- steps ---------------------------------------------------------------------------------
-    def step(self, item, allowance: float | None, variants: dict[str, Estimate]) -> Estimate:
+    def step(self, item: StepReport, allowance: float | None, variants: dict[str, Estimate]) -> Estimate:
+        """A step's next figure: measured, interruptions replaced by the allowance, an unfinished run completed."""
         step = item.step
         runs = [r.id for r in self._step_runs(item)]
         if item.actual.hours is None:
@@ -263,7 +273,7 @@ class _Estimator:
         evidence = list(item.actual.evidence[:4])
         return Estimate("step", step.id, step.hours, actual, next_hours, "; ".join(parts), True, runs, evidence)
 
-    def _step_runs(self, item) -> list[Run]:
+    def _step_runs(self, item: StepReport) -> list[Run]:
         return runs_matching(item.step.runs, self.a.campaign.runs) if item.step.runs else []
 
     def _unfinished(self, variant: str | None, variants: dict[str, Estimate]) -> float:
