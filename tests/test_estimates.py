@@ -172,3 +172,13 @@ def test_the_order_note_gives_the_next_steps(report):
     assert f"{report['next_campaign']['suggested_hours']:.1f} h" in line and "RTX 4090, 3 days at 47.14 USD fits" in line
     assert "without explore-len2048" in line and "2 uncertainties" in line
     assert len(note) <= 2000
+
+
+def test_total_steps_come_from_the_config_or_lightning_hyperparameters():
+    from reportgen.analysis.estimates import total_steps
+    from reportgen.model import Run
+
+    assert total_steps(Run(id="a", config={"max_steps": 3000, "steps": 10})) == (3000, "max_steps")
+    assert total_steps(Run(id="b", config={"hparams": {"lr": 0.05, "max_steps": 40}})) == (40, "hparams.max_steps")
+    assert total_steps(Run(id="c", config={"steps": True, "hparams": "not a dict"})) is None
+    assert total_steps(Run(id="d")) is None

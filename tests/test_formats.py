@@ -40,6 +40,7 @@ EXPECTED_STATUS = {
     "pl-nan/version_0": "completed",
     "pl-killed/version_0": "interrupted",
     "pl-killed/version_1": "completed",
+    "pl-tb/version_0": "completed",
     "tb-clean": "unknown",
     "tb-broken": "interrupted",
     "ml-clean": "completed",
@@ -147,6 +148,20 @@ def test_lightning_versions_resume_and_checkpoints_are_read_without_unpickling(i
     assert [w["step"] for w in windows(nan_run, "train_loss_step")] == [19]
     assert [w["step"] for w in windows(nan_run, "train_loss_epoch")] == [39]
     assert {"train_loss_step", "train_loss_epoch", "val_loss", "epoch"} <= set(runs["pl-clean/version_0"]["metrics"])
+
+
+def test_lightning_with_tensorboard_logger_is_one_run_ended_by_its_events(inspected, tmp_path):
+    """TensorBoardLogger (Lightning's default) writes events and hparams.yaml, no metrics.csv."""
+    run = runs_of(inspected)["pl-tb/version_0"]
+    assert run["formats"] == ["lightning-csv", "tensorboard", "text-log"]
+    assert "train_loss_step" in run["metrics"] and run["last_step"] == 40
+    # Without the captured stdout ("max_steps=40 reached"), the events reaching max_steps say it completed.
+    shutil.copytree(FIXTURES / "lightning" / "pl-tb", tmp_path / "pl-tb", ignore=shutil.ignore_patterns("stdout.log"))
+    result = CliRunner().invoke(cli, ["inspect", str(tmp_path), "--json"])
+    alone = json.loads(result.output)["runs"][0]
+    assert (alone["id"], alone["status"]) == ("pl-tb/version_0", "completed")
+    assert "reached max_steps 40" in alone["status_reason"] and ".tfevents." in alone["status_reason"]
+    assert ingest(tmp_path).runs["pl-tb/version_0"].config == {"hparams": {"lr": 0.05, "max_steps": 40}}
 
 
 def test_tensorboard_damage_is_reported_and_the_rest_is_read(inspected):

@@ -112,11 +112,14 @@ class NextCampaign:
 
 
 def total_steps(run: Run) -> tuple[int, str] | None:
-    """How many steps a full run takes, when the run's config says."""
-    for key in TOTAL_STEP_KEYS:
-        value = (run.config or {}).get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value, key
+    """How many steps a full run takes, when the run's config (or its Lightning hyperparameters) says."""
+    config = run.config or {}
+    nested = config.get("hparams")
+    for where, source in (("", config), ("hparams.", nested if isinstance(nested, dict) else {})):
+        for key in TOTAL_STEP_KEYS:
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, where + key
     return None
 
 

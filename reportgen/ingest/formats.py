@@ -109,6 +109,7 @@ class _Scan:
         self.run_dirs = {**self.pl_dirs, **self.hf_dirs}  # folder -> run id
         self.native_runs: dict[str, set[str]] = {}  # folder -> runs named in its native event logs
         self.entries: list[ManifestEntry] = []  # deliverables manifests' entries
+        self.pl_limits: dict[str, tuple[RunFacts, int | None]] = {}  # Lightning run -> its facts and max_steps
 
     def done(self, rel: str) -> None:
         self.claimed.add(rel)
@@ -191,9 +192,10 @@ class _Scan:
         """Each version folder; a later version that starts past step 0 resumes the one before it."""
         previous: dict[str, tuple[str, RunFacts]] = {}
         for folder, run in sorted(self.pl_dirs.items(), key=lambda item: _version_order(item[0])):
-            reading = _read_lightning(self.logs, folder, run, self.found, self.kinds, self.done)
+            reading, limit = _read_lightning(self.logs, folder, run, self.found, self.kinds, self.done)
             self.readings.append(reading)
             facts = next(e for e in reading.events if isinstance(e, RunFacts))
+            self.pl_limits[run] = (facts, limit)
             first = min((int(f["step"].min()) for f in reading.frames if len(f)), default=None)
             parent = _parent(folder)
             if parent in previous and VERSION_DIR.match(_name(folder)) and first is not None and first > 0:
@@ -232,6 +234,8 @@ class _Scan:
             facts = RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))
             if info.cut_off and owner is None:
                 facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
+            if owner in self.pl_limits and len(frame):
+                self._lightning_reached(owner, int(frame["step"].max()) + 1, rel)
             self.readings.append(Reading([info], [frame], [facts]))
             self.done(rel)
         for run, starts in first_steps.items():
@@ -240,6 +244,13 @@ class _Scan:
                 if first > starts[0][0]:
                     message = f"a new TensorBoard file starts at step {first}: the run was restarted and resumed"
                     self.readings.append(Reading(events=[LogMessage(run, "resumed", message, Evidence(rel))]))
+
+    def _lightning_reached(self, run: str, reached: int, rel: str) -> None:
+        """TensorBoardLogger (Lightning's default) writes no metrics.csv: its events say how far the run got."""
+        facts, limit = self.pl_limits[run]
+        facts.last_step = max(facts.last_step or 0, reached)
+        if limit is not None and reached >= limit and facts.status is None:
+            facts.status, facts.reason = "completed", f"reached max_steps {limit} (hyperparameters; steps logged in {rel})"
 
     def text_logs(self) -> None:
         """In a run's folder a log belongs to that run; beside several runs, by session; else by name."""
@@ -356,7 +367,8 @@ def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
     return reading
 
 
-def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
+def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> tuple[Reading, int | None]:
+    """A Lightning version folder, and the max_steps its hyperparameters name (None if none)."""
     reading = Reading()
     prefix = f"{folder}/" if folder else ""
     hparams: dict = {}
@@ -386,8 +398,8 @@ def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> Re
                     checkpoint_steps.append((check.step, rel, check_hparams))
             done(rel)
     limit = lightning.max_steps(hparams) or next((lightning.max_steps(h) for _s, _r, h in checkpoint_steps if lightning.max_steps(h)), None)
-    facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(prefix + "metrics.csv" if prefix + "metrics.csv" in found else folder),
-                     config={"hparams": hparams} if hparams else None)
+    shown_by = next((prefix + name for name in ("metrics.csv", "hparams.yaml") if prefix + name in found), folder)
+    facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(shown_by), config={"hparams": hparams} if hparams else None)
     reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []), default=None)
     if limit is not None and reached is not None and reached >= limit:
         facts.status = "completed"
@@ -397,4 +409,4 @@ def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> Re
             facts.evidence = Evidence(best[1])
     facts.last_step = reached
     reading.events.append(facts)
-    return reading
+    return reading, limit
