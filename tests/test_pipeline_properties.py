@@ -65,6 +65,9 @@ def test_any_story_in_the_logs_builds_a_report(tmp_path_factory, events):
             assert abs(step["planned_hours"] + sum(c["hours"] for c in step["explained"]) + step["unexplained_hours"]
                        - step["actual_hours"]) < 1e-3
             assert all(c["evidence"] for c in step["explained"])
+    if schedule["actual_hours"] is not None:
+        total = schedule["planned_hours"] + sum(c["hours"] for c in schedule["explained"]) + schedule["unexplained_hours"]
+        assert abs(total - schedule["actual_hours"]) < 1e-3
     # Next-campaign estimates: a figure with no measurement is the plan's own, and is an uncertainty.
     uncertain = {u["item"] for u in built.report["next_campaign"]["uncertainties"]}
     for estimate in built.report["estimates"]:

@@ -136,3 +136,16 @@ def test_waiting_between_steps_is_the_span_no_step_covers():
             union += (end - start).total_seconds() / 3600
         reach = max(reach, end) if reach else end
     assert union + between["hours"] == pytest.approx(schedule["actual_hours"], abs=1e-3)
+
+
+def test_the_whole_campaign_adds_up_from_planned_span_to_actual_span(steps):
+    schedule = prepare(SAMPLE_LOGS, SAMPLE_PLAN).report["schedule"]
+    total = schedule["planned_hours"] + sum(c["hours"] for c in schedule["explained"]) + schedule["unexplained_hours"]
+    assert total == pytest.approx(schedule["actual_hours"], abs=1e-3)
+    causes = {c["cause"]: c for c in schedule["explained"]}
+    # Each cause is the steps' causes summed; the gaps between steps are their own cause.
+    for name in ("evaluation", "lost work", "downtime", "throughput"):
+        summed = sum(c["hours"] for s in steps.values() for c in s["explained"] if c["cause"] == name)
+        assert causes[name]["hours"] == pytest.approx(summed, abs=1e-3)
+    assert causes["waiting between steps"]["hours"] == schedule["between_steps"]["hours"]
+    assert all(c["evidence"] for c in schedule["explained"])

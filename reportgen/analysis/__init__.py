@@ -22,7 +22,14 @@ from reportgen.analysis.runs import (
 )
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
-from reportgen.analysis.variance import Gap, StepVariance, between_steps, explain
+from reportgen.analysis.variance import (
+    CampaignVariance,
+    Gap,
+    StepVariance,
+    between_steps,
+    campaign_variance,
+    explain,
+)
 from reportgen.analysis.verdicts import (
     RunStatus,
     VariantResult,
@@ -57,6 +64,7 @@ class Analysis:
     options: list[PlanOption]
     variance: dict[str, StepVariance]
     gaps: list[Gap]  # waiting between steps
+    total_variance: CampaignVariance | None  # the whole campaign, planned span to actual span
     decision_points: list[PointStatus]
     variants: list[VariantResult]
     verdict: Verdict
@@ -115,6 +123,8 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     schedule = reconcile(plan, campaign)
     continued_by = continuations(campaign)
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
+    variance = explain(schedule, campaign, statuses, checkpoints)
+    gaps = between_steps(schedule)
     analysis = Analysis(
         plan=plan,
         campaign=campaign,
@@ -131,8 +141,9 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         deliverables=deliverables,
         costs=costs(plan, deliverables),
         options=plan_options(plan, schedule),
-        variance=explain(schedule, campaign, statuses, checkpoints),
-        gaps=between_steps(schedule),
+        variance=variance,
+        gaps=gaps,
+        total_variance=campaign_variance(schedule, variance, gaps),
         decision_points=decision_points(plan, campaign, schedule),
         variants=results,
         verdict=campaign_verdict(plan, results),

@@ -54,6 +54,7 @@ CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work
 LENGTH_METRICS = ("tokens", "input_tokens", "seq_len", "sequence_length", "input_length", "max_seq_len")
 CUMULATIVE_LENGTH_METRICS = ("num_input_tokens_seen",)
 LONG_INPUT_MESSAGES = ("too_long", "truncation")
+BETWEEN_STEPS = "waiting between steps"
 LONG_FACTOR = 1.25  # tokens a step this far above the run's median mark a stretch of long inputs
 
 
@@ -189,6 +190,38 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
     return out
+
+
+@dataclass
+class CampaignVariance:
+    """The whole campaign: planned span to actual span, each step's causes summed, waiting between
+    steps, and the rest unexplained (steps side by side, steps never measured, each step's own rest)."""
+
+    planned_hours: float
+    actual_hours: float
+    causes: list[Cause]
+
+    @property
+    def unexplained_hours(self) -> float:
+        return self.actual_hours - self.planned_hours - sum(c.hours for c in self.causes)
+
+
+def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], gaps: list[Gap]) -> CampaignVariance | None:
+    """Actual span minus planned span, split into the steps' causes and the waiting between steps."""
+    if schedule.actual_hours is None:
+        return None
+    totals: dict[str, Cause] = {}
+    for variance in steps.values():
+        for cause in variance.causes:
+            total = totals.setdefault(cause.cause, Cause(cause.cause, 0.0))
+            total.hours += cause.hours
+            total.evidence += cause.evidence
+    if gaps:
+        totals[BETWEEN_STEPS] = Cause(BETWEEN_STEPS, sum(g.hours for g in gaps), [e for g in gaps for e in g.evidence])
+    causes = [c for name in (*CAUSES, BETWEEN_STEPS) if (c := totals.get(name)) is not None]
+    for cause in causes:
+        cause.evidence = sorted(set(cause.evidence))[:20]
+    return CampaignVariance(schedule.planned_hours, schedule.actual_hours, causes)
 
 
 @dataclass

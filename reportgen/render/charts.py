@@ -150,17 +150,20 @@ def interval_chart(interval: dict) -> dict | None:
 
 
 def variance_waterfall(schedule: dict, step_id: str | None = None) -> dict | None:
-    """Planned -> each cause -> unexplained -> actual, for one step or (None) every measured step together."""
-    steps = [s for s in schedule["steps"] if s["actual_hours"] is not None and (step_id is None or s["id"] == step_id)]
-    if not steps:
-        return None
-    causes: dict[str, float] = {}
-    for step in steps:
-        for cause in step["explained"]:
-            causes[cause["cause"]] = causes.get(cause["cause"], 0.0) + cause["hours"]
-    planned = sum(s["planned_hours"] for s in steps)
-    unexplained = sum(s["unexplained_hours"] for s in steps)
-    actual = sum(s["actual_hours"] for s in steps)
+    """Planned -> each cause -> unexplained -> actual, for one step or (None) the whole campaign's span."""
+    if step_id is None:
+        if schedule["actual_hours"] is None:
+            return None
+        causes = {c["cause"]: c["hours"] for c in schedule["explained"]}
+        planned, unexplained, actual = schedule["planned_hours"], schedule["unexplained_hours"], schedule["actual_hours"]
+        title = "The campaign: planned span to actual span"
+    else:
+        step = next((s for s in schedule["steps"] if s["id"] == step_id and s["actual_hours"] is not None), None)
+        if step is None:
+            return None
+        causes = {c["cause"]: c["hours"] for c in step["explained"]}
+        planned, unexplained, actual = step["planned_hours"], step["unexplained_hours"], step["actual_hours"]
+        title = f"{step_id}: planned to actual"
     labels = ["planned", *causes, "unexplained", "actual"]
     values = [planned, *causes.values(), unexplained, actual]
     trace = go.Waterfall(
@@ -176,7 +179,6 @@ def variance_waterfall(schedule: dict, step_id: str | None = None) -> dict | Non
         hovertemplate="%{x}: %{y:.2f} h<extra></extra>",
     )
     fig = go.Figure([trace])
-    title = f"{step_id}: planned to actual" if step_id else f"{len(steps)} measured steps: planned to actual"
     fig.update_layout(title={"text": title, "x": 0, "font": {"size": 14}}, height=340, showlegend=False,
                       margin={"l": 60, "r": 20, "t": 40, "b": 60}, yaxis={"title": "hours"})
     return _to_dict(fig)

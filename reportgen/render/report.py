@@ -221,6 +221,12 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 for kind, figures in schedule.time_by_resource_kind().items()
             },
             "steps": steps,
+            # The whole campaign: planned span + explained + unexplained = actual span.
+            "explained": [
+                {"cause": c.cause, "hours": hours(c.hours), "evidence": evidence(c.evidence)}
+                for c in (analysis.total_variance.causes if analysis.total_variance else [])
+            ],
+            "unexplained_hours": hours(analysis.total_variance.unexplained_hours) if analysis.total_variance else None,
             # Waiting between steps: no measured step in progress (a resource or a person not ready).
             "between_steps": {
                 "hours": hours(sum(g.hours for g in analysis.gaps)),
