@@ -52,8 +52,8 @@ def test_schedule_gantt_is_drawn_from_the_shipped_plotly_over_file_urls(tmp_path
     assert len(re.findall(r'<g class="point"', gantt)) == 12 + 11
     assert "end of rented window" in gantt
     waterfall = chart_dom(dom, "waterfall")
-    # planned, nine causes, waiting between steps, unexplained, actual (the campaign's span)
-    assert len(re.findall(r'<g class="point"', waterfall)) == 13 and "52.53 h" in waterfall
+    # planned, ten causes, waiting between steps, unexplained, actual (the campaign's span)
+    assert len(re.findall(r'<g class="point"', waterfall)) == 14 and "52.53 h" in waterfall
 
 
 def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):

@@ -175,7 +175,7 @@ def test_the_order_note_gives_the_next_steps(report):
 
 
 def test_total_steps_come_from_the_config_or_lightning_hyperparameters():
-    from reportgen.analysis.estimates import total_steps
+    from reportgen.analysis.runs import total_steps
     from reportgen.model import Run
 
     assert total_steps(Run(id="a", config={"max_steps": 3000, "steps": 10})) == (3000, "max_steps")

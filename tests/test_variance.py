@@ -23,8 +23,8 @@ def test_every_step_adds_up_and_every_cause_has_evidence(steps):
         total = step["planned_hours"] + sum(c["hours"] for c in step["explained"]) + step["unexplained_hours"]
         assert total == pytest.approx(step["actual_hours"], abs=1e-3), step["id"]
         for cause in step["explained"]:
-            # Only throughput can save time: training faster than the plan's steps per second.
-            assert (cause["hours"] > 0 or cause["cause"] == "throughput") and cause["evidence"], (step["id"], cause)
+            # Only throughput (training faster than planned) and a stop (steps not run) can save time.
+            assert (cause["hours"] > 0 or cause["cause"] in ("throughput", "stopped early")) and cause["evidence"], (step["id"], cause)
 
 
 def test_an_interruption_shows_lost_work_and_downtime(steps):
@@ -149,3 +149,20 @@ def test_the_whole_campaign_adds_up_from_planned_span_to_actual_span(steps):
         assert causes[name]["hours"] == pytest.approx(summed, abs=1e-3)
     assert causes["waiting between steps"]["hours"] == schedule["between_steps"]["hours"]
     assert all(c["evidence"] for c in schedule["explained"])
+
+
+def test_a_stopped_run_saves_the_steps_it_did_not_run(steps, sample_plan_data, write_plan):
+    stopped = {c["cause"]: c for c in steps["train-r64"]["explained"]}["stopped early"]
+    # lora-r64-1 stopped at step 2,140 of the 3,000 its config names: 860 steps at the planned 10 s.
+    assert stopped["hours"] == pytest.approx(-860 * 10.0 / 3600, abs=1e-4)
+    assert "860 steps at 10 s (planned) not run" in stopped["note"]
+    assert {"path": "runs/lora-r64-1/events.jsonl", "line": 230} in stopped["evidence"]  # the logged stop
+
+    def no_rate(d):
+        for s in d["schedule"]["steps"]:
+            s.pop("steps_per_second", None)
+
+    measured = {s["id"]: s for s in prepare(SAMPLE_LOGS, write_plan(sample_plan_data, no_rate)).report["schedule"]["steps"]}
+    stopped = {c["cause"]: c for c in measured["train-r64"]["explained"]}["stopped early"]
+    assert stopped["hours"] == pytest.approx(-860 * 10.4 / 3600, abs=2e-3)  # at the measured pace instead
+    assert "(measured)" in stopped["note"]

@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reportgen.analysis.runs import chain
+from reportgen.analysis.runs import chain, total_steps
 from reportgen.analysis.schedule import (
     StepReport,
     planned_hours,
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from reportgen.analysis import Analysis
 
 INTERRUPTION_CAUSES = ("lost work", "downtime")
-# Config keys naming how many optimizer steps a full run takes.
-TOTAL_STEP_KEYS = ("max_steps", "total_steps", "num_training_steps", "steps")
 
 
 @dataclass
@@ -109,18 +107,6 @@ class NextCampaign:
     def lot(self) -> LotFit | None:
         """The cheapest lot the suggested schedule fits in."""
         return next((lot for lot in self.lots if lot.fits), None)
-
-
-def total_steps(run: Run) -> tuple[int, str] | None:
-    """How many steps a full run takes, when the run's config (or its Lightning hyperparameters) says."""
-    config = run.config or {}
-    nested = config.get("hparams")
-    for where, source in (("", config), ("hparams.", nested if isinstance(nested, dict) else {})):
-        for key in TOTAL_STEP_KEYS:
-            value = source.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value, where + key
-    return None
 
 
 def _median(values: list[float]) -> float | None:

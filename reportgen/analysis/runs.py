@@ -9,6 +9,8 @@ from reportgen.analysis.schedule import hours_between
 from reportgen.model import Campaign, Evidence, LogMessage, Run
 from reportgen.plan.schema import Plan
 
+# Config keys naming how many optimizer steps a full run takes.
+TOTAL_STEP_KEYS = ("max_steps", "total_steps", "num_training_steps", "steps")
 # Config keys that say how many GPUs one run used (a run on several GPUs costs them all).
 GPU_COUNT_KEYS = ("gpus", "num_gpus", "n_gpu", "world_size", "devices")
 
@@ -131,3 +133,15 @@ def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> 
                        f"different variants ({', '.join(variants)}): the variants do not differ in what was run")
             problems.append((where, message))
     return problems
+
+
+def total_steps(run: Run) -> tuple[int, str] | None:
+    """How many steps a full run takes, when the run's config (or its Lightning hyperparameters) says."""
+    config = run.config or {}
+    nested = config.get("hparams")
+    for where, source in (("", config), ("hparams.", nested if isinstance(nested, dict) else {})):
+        for key in TOTAL_STEP_KEYS:
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, where + key
+    return None

@@ -15,7 +15,9 @@ the runs that started inside its span) give the causes, each counted inside the 
   median pace;
 - throughput: when the step states its planned steps per second, the steps trained times the
   measured seconds a step (evaluations, checkpoints and long-input stretches taken out) less the
-  planned ones. It is negative when training ran faster than planned.
+  planned ones. It is negative when training ran faster than planned;
+- stopped early: a stopped run whose config names its total steps did not run the rest, which
+  saves their time (negative): at the planned steps per second, else at the measured pace.
 
 What no cause covers is *unexplained*: planned + causes + unexplained = actual, always.
 Between steps, the stretches no measured step covers are waiting too, for the campaign as a whole.
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
+from reportgen.analysis.runs import total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
@@ -49,7 +52,7 @@ from reportgen.model import (
 from reportgen.numbers import figure
 
 CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting",
-          "long inputs", "throughput")
+          "long inputs", "throughput", "stopped early")
 # Metrics that say how long a step's inputs were: per step, or (num_input_tokens_seen) a running total.
 LENGTH_METRICS = ("tokens", "input_tokens", "seq_len", "sequence_length", "input_length", "max_seq_len")
 CUMULATIVE_LENGTH_METRICS = ("num_input_tokens_seen",)
@@ -177,6 +180,20 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                     totals["throughput"].evidence += training.evidence
                     totals["throughput"].steps += training.steps
                     totals["throughput"].seconds += training.seconds - training.long_seconds
+            total = total_steps(run)
+            if status == "stopped" and total is not None and run.last_step is not None and total[0] > run.last_step:
+                # A stop saves the steps it did not run: at the planned pace when the step states one, else the measured.
+                rate = item.step.steps_per_second
+                per_step = 1.0 / rate if rate else (training.seconds_per_step if training is not None else None)
+                if per_step is not None:
+                    saved = (total[0] - run.last_step) * per_step / 3600.0
+                    stopped = totals["stopped early"]
+                    stopped.hours -= saved
+                    stopped.evidence += statuses[run.id].evidence or [e for e in (run.end_evidence, run.start_evidence) if e]
+                    stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
+                        f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} (config '{total[1]}'): "
+                        f"{total[0] - run.last_step:,} steps at {figure(per_step)} s "
+                        f"({'planned' if rate else 'measured'}) not run")
         if timed_runs:
             _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
         throughput = totals["throughput"]
@@ -185,7 +202,8 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             throughput.note = (f"{measured} s a step measured over {throughput.steps:,} steps (evaluations, checkpoints "
                                f"and long-input stretches taken out) against the planned "
                                f"{figure(1.0 / (item.step.steps_per_second or 1.0))} s")
-        causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)]
+        causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)
+                  or (c.cause == "stopped early" and c.hours < 0)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
