@@ -23,9 +23,9 @@ from reportgen.analysis.runs import (
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.stops import Ledger
 from reportgen.analysis.variance import (
-    CampaignVariance,
     Gap,
     StepVariance,
+    Variance,
     between_steps,
     campaign_variance,
     explain,
@@ -64,7 +64,7 @@ class Analysis:
     options: list[PlanOption]
     variance: dict[str, StepVariance]
     gaps: list[Gap]  # waiting between steps
-    total_variance: CampaignVariance | None  # the whole campaign, planned span to actual span
+    total_variance: Variance | None  # the whole campaign, planned span to actual span
     decision_points: list[PointStatus]
     variants: list[VariantResult]
     verdict: Verdict

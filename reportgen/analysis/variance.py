@@ -72,8 +72,9 @@ class Cause:
 
 
 @dataclass
-class StepVariance:
-    step: str
+class Variance:
+    """Planned to actual hours, split into causes; what no cause covers is unexplained."""
+
     planned_hours: float
     actual_hours: float
     causes: list[Cause]
@@ -81,6 +82,11 @@ class StepVariance:
     @property
     def unexplained_hours(self) -> float:
         return self.actual_hours - self.planned_hours - sum(c.hours for c in self.causes)
+
+
+@dataclass
+class StepVariance(Variance):
+    step: str = ""
 
 
 def _clip(start: datetime, end: datetime, lo: datetime, hi: datetime) -> float:
@@ -206,26 +212,13 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                   or (c.cause == "stopped early" and c.hours < 0)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
-        out[item.step.id] = StepVariance(item.step.id, item.step.hours, span.hours, causes)
+        out[item.step.id] = StepVariance(item.step.hours, span.hours, causes, step=item.step.id)
     return out
 
 
-@dataclass
-class CampaignVariance:
-    """The whole campaign: planned span to actual span, each step's causes summed, waiting between
+def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], gaps: list[Gap]) -> Variance | None:
+    """The whole campaign, planned span to actual span: each step's causes summed, the waiting between
     steps, and the rest unexplained (steps side by side, steps never measured, each step's own rest)."""
-
-    planned_hours: float
-    actual_hours: float
-    causes: list[Cause]
-
-    @property
-    def unexplained_hours(self) -> float:
-        return self.actual_hours - self.planned_hours - sum(c.hours for c in self.causes)
-
-
-def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], gaps: list[Gap]) -> CampaignVariance | None:
-    """Actual span minus planned span, split into the steps' causes and the waiting between steps."""
     if schedule.actual_hours is None:
         return None
     totals: dict[str, Cause] = {}
@@ -239,7 +232,7 @@ def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], 
     causes = [c for name in (*CAUSES, BETWEEN_STEPS) if (c := totals.get(name)) is not None]
     for cause in causes:
         cause.evidence = sorted(set(cause.evidence))[:20]
-    return CampaignVariance(schedule.planned_hours, schedule.actual_hours, causes)
+    return Variance(schedule.planned_hours, schedule.actual_hours, causes)
 
 
 @dataclass
