@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
@@ -79,7 +79,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     plan = analysis.plan
     campaign = analysis.campaign
     schedule = analysis.schedule
-    tz = schedule.window.start.tzinfo
+    tz: tzinfo = schedule.window.start.tzinfo or UTC  # the plan's lot start always has a time zone
     per_run_metrics = campaign.metrics_by_run()
 
     runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in analysis.run_order]
