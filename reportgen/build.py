@@ -11,6 +11,7 @@ from reportgen.analysis import Analysis, analyse
 from reportgen.ingest import Progress, excerpts, ingest
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
+from reportgen.render.nextplan import next_plan
 from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
 from reportgen.render.runcharts import run_charts
@@ -57,8 +58,9 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     sources = excerpts(logs, cited_lines(built.report), campaign=built.analysis.campaign)
     writer = SiteWriter(out)
     try:
+        reference = built.frozen.plan if built.frozen else built.plan
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
-                   run_figures=run_charts(built.analysis))
+                   run_figures=run_charts(built.analysis), next_plan=next_plan(reference, built.report))
         writer.commit()
     except BaseException:
         writer.abort()

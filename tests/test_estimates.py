@@ -3,6 +3,7 @@ uncertainties, which shrink as measurements exist; and the catalogue lot the sug
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -182,3 +183,51 @@ def test_total_steps_come_from_the_config_or_lightning_hyperparameters():
     assert total_steps(Run(id="b", config={"hparams": {"lr": 0.05, "max_steps": 40}})) == (40, "hparams.max_steps")
     assert total_steps(Run(id="c", config={"steps": True, "hparams": "not a dict"})) is None
     assert total_steps(Run(id="d")) is None
+
+
+def test_the_draft_plan_is_the_plan_as_written_with_next_hours(tmp_path):
+    from reportgen.plan.load import load_plan
+
+    site = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((site / "report.json").read_text(encoding="utf-8"))
+    draft = site / report["next_campaign"]["draft_plan"]
+    text = draft.read_text(encoding="utf-8")
+    original = SAMPLE_PLAN.read_text(encoding="utf-8")
+    # Same lines as written, but for a header and the steps' hours lines.
+    changed = [(a, b) for a, b in zip(original.splitlines(), text.splitlines()[4:], strict=True) if a != b]
+    assert all(a.strip().startswith("hours:") and b.strip().startswith("hours:") for a, b in changed)
+    assert len(changed) == 12
+    loaded = load_plan(draft)
+    estimates = by_item(report)
+    for step in loaded.plan.schedule.steps:
+        e = estimates[f"step {step.id}"]
+        expected = round(e["next_hours"], 1) if e["measured"] and e["in_suggested_schedule"] else e["planned_hours"]
+        assert step.hours == pytest.approx(expected), step.id
+    assert "dropped" in next(line for line in text.splitlines() if "hours: 5 " in line)
+    assert CliRunner().invoke(cli, ["check", str(draft)]).exit_code == 0
+
+
+def test_the_draft_plan_keeps_windows_line_endings_and_leaves_flow_style_hours(tmp_path, sample_plan_data):
+    import yaml
+
+    from reportgen.plan.load import load_plan
+    from reportgen.render.nextplan import next_plan
+
+    data = dict(sample_plan_data, schedule={"steps": list(sample_plan_data["schedule"]["steps"])})
+    data["schedule"]["steps"][1] = "FLOW"
+    text = yaml.safe_dump(data, sort_keys=False).replace("  hours: 3\n", "  hours: 3 # prep\n", 1)
+    text = text.replace("- FLOW\n", "- {id: data-check, kind: data_check, resource: cpu, hours: 2, depends_on: [prep-env]}\n")
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    plan = load_plan(path)
+    assert [s.id for s in plan.plan.schedule.steps][:2] == ["prep-env", "data-check"]
+    report = prepare(SAMPLE_LOGS, path).report
+    draft = next_plan(plan, report)
+    assert "\r\n" in draft and "\n" not in draft.replace("\r\n", "")
+    assert "hours: 3.7  # next estimate" in draft and "; was: prep" in draft
+    assert "left as planned: data-check" in draft
+    out = tmp_path / "draft.yaml"
+    out.write_text(draft, encoding="utf-8", newline="")
+    assert load_plan(out).plan.schedule.steps[1].hours == 2

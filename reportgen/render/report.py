@@ -20,6 +20,7 @@ from reportgen.analysis.stops import Stop
 from reportgen.model import Campaign, Evidence, by_run
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
+from reportgen.render.nextplan import FILE as NEXT_PLAN
 
 SCHEMA = "reportgen.report/1"
 
@@ -497,6 +498,7 @@ def _next_campaign_json(analysis: Analysis) -> dict | None:
             for m in plan.measurements
         ],
         "uncertainties": [{"item": u.item, "message": u.message} for u in plan.uncertainties],
+        "draft_plan": NEXT_PLAN,  # the plan as written with each step's hours at its next estimate
     }
 
 

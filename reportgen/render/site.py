@@ -17,6 +17,7 @@ from reportgen.errors import BuildError
 from reportgen.ingest import Excerpt
 from reportgen.numbers import figure
 from reportgen.render import charts as charts_module
+from reportgen.render.nextplan import FILE as NEXT_PLAN
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
 from reportgen.render.report import run_page
@@ -181,9 +182,11 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
                custom_templates: Path | None = None, progress: Callable[[str], None] | None = None,
-               single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None) -> None:
-    """The multi-page site (run and evidence pages included), its assets, report.json and the order note;
-    with `single_file`, also report.html: every page in one self-contained file for attaching."""
+               single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None,
+               next_plan: str | None = None) -> None:
+    """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
+    the next campaign's draft plan; with `single_file`, also report.html: every page in one self-contained
+    file for attaching."""
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     common = {"report": report, "nav": nav, "plan_source": plan_source}
@@ -197,6 +200,8 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
     writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     writer.write("order-note.md", order_note(report))
+    if next_plan is not None:
+        writer.write(NEXT_PLAN, next_plan)
     if single_file:
         writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
         if progress:
