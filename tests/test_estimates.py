@@ -231,3 +231,18 @@ def test_the_draft_plan_keeps_windows_line_endings_and_leaves_flow_style_hours(t
     out = tmp_path / "draft.yaml"
     out.write_text(draft, encoding="utf-8", newline="")
     assert load_plan(out).plan.schedule.steps[1].hours == 2
+
+
+def test_a_completed_variant_without_times_is_uncertain_for_the_right_reason(tmp_path, sample_plan_data, write_plan):
+    """A Trainer folder keeps no clock times; without train_runtime its run's time is unknown, not unfinished."""
+    run = tmp_path / "logs" / "lora-r16-1"
+    run.mkdir(parents=True)
+    history = [{"step": s, "loss": 1.0 / s, "epoch": s / 100} for s in range(10, 101, 10)]
+    control = {"TrainerControl": {"args": {"should_training_stop": True}}}
+    (run / "trainer_state.json").write_text(json.dumps({
+        "global_step": 100, "max_steps": 100, "stateful_callbacks": control, "log_history": history}), encoding="utf-8")
+    report = prepare(tmp_path / "logs", write_plan(sample_plan_data)).report
+    assert {r["id"]: r["status"] for r in report["runs"]} == {"lora-r16-1": "completed"}
+    message = next(u["message"] for u in report["next_campaign"]["uncertainties"] if u["item"] == "variant lora-r16")
+    assert message.startswith("Variant lora-r16 completed (lora-r16-1), but no source gives the time")
+    assert by_item(report)["variant lora-r16"]["next_hours"] == 9

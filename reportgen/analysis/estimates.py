@@ -226,6 +226,12 @@ class _Estimator:
                     basis += f", plus the interruption allowance of {allowance:.1%}"
                 return Estimate("variant", variant.id, planned, measured, next_hours, basis, True, ids, evidence,
                                 work_hours=work)
+        completed = [r.id for r in runs if self.a.statuses[r.id].status == "completed"]
+        if completed:
+            self._uncertain(f"variant {variant.id}", f"Variant {variant.id} completed ({', '.join(completed)}), but no "
+                            "source gives the time its runs took: how long a full run takes is unknown.")
+            return keep_plan("completed, but the runs' time is unknown (no clock times, no training time stated): "
+                             "the plan's figure is kept")
         self._uncertain(f"variant {variant.id}", f"Variant {variant.id} never completed a run and its runs name no "
                         "total steps: how long a full run takes is unknown.")
         return keep_plan("no run completed and no total steps to scale to: the plan's figure is kept")
