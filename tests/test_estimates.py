@@ -246,3 +246,5 @@ def test_a_completed_variant_without_times_is_uncertain_for_the_right_reason(tmp
     message = next(u["message"] for u in report["next_campaign"]["uncertainties"] if u["item"] == "variant lora-r16")
     assert message.startswith("Variant lora-r16 completed (lora-r16-1), but no source gives the time")
     assert by_item(report)["variant lora-r16"]["next_hours"] == 9
+    step = next(u["message"] for u in report["next_campaign"]["uncertainties"] if u["item"] == "step train-r16")
+    assert step == "Step train-r16 (9 h planned) was never measured: its runs (lora-r16-1) keep no clock times."

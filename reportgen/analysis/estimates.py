@@ -246,8 +246,8 @@ class _Estimator:
                 return Estimate("step", step.id, step.hours, None, step.hours,
                                 f"not run: variant {step.variant} was dropped; left out of the suggested schedule",
                                 False, runs, in_schedule=False)
-            self._uncertain(f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: "
-                            "no step events and no runs.")
+            why = (f"its runs ({', '.join(runs)}) keep no clock times" if runs else "no step events and no runs")
+            self._uncertain(f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: {why}.")
             return Estimate("step", step.id, step.hours, None, step.hours, "not measured: the plan's figure is kept",
                             False, runs)
         actual = item.actual.hours
