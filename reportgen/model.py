@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import total_ordering
 from pathlib import PurePosixPath
 from typing import Protocol, TypeVar
 
@@ -60,12 +61,18 @@ def by_run(items: Iterable[T]) -> dict[str | None, list[T]]:
     return out
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
+@dataclass(frozen=True)
 class Evidence:
-    """Where a fact came from: a file relative to LOGS and, when it has lines, the line."""
+    """Where a fact came from: a file relative to LOGS and, when it has lines, the line.
+
+    Sorted by path, then line, a whole file (no line) before its lines."""
 
     path: str
     line: int | None = None
+
+    def __lt__(self, other: Evidence) -> bool:
+        return (self.path, -1 if self.line is None else self.line) < (other.path, -1 if other.line is None else other.line)
 
     def to_json(self) -> dict:
         return {"path": self.path, "line": self.line}

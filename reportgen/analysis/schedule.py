@@ -185,7 +185,7 @@ def _from_runs(step: ScheduleStep, campaign: Campaign) -> ActualSpan | None:
         else:
             cur_end = max(cur_end, end)
     total += hours_between(cur_start, cur_end)
-    evidence = sorted({e for _, _, run in intervals for e in (run.start_evidence, run.end_evidence) if e is not None})
+    evidence = sorted({e for _, _, run in intervals for e in run_evidence(run)})
     return ActualSpan(
         start=intervals[0][0],
         end=max(end for _, end, _ in intervals),
@@ -194,6 +194,12 @@ def _from_runs(step: ScheduleStep, campaign: Campaign) -> ActualSpan | None:
         evidence=evidence,
         open_ended=any(run.ended_at is None for _, _, run in intervals),
     )
+
+
+def run_evidence(run: Run) -> list[Evidence]:
+    """What shows a run's span: its start and end lines, else the files it was read from."""
+    marks = [e for e in (run.start_evidence, run.end_evidence) if e is not None]
+    return marks or [Evidence(path) for path in run.sources[:2]]
 
 
 def actual_span(step: ScheduleStep, campaign: Campaign) -> ActualSpan:

@@ -37,6 +37,7 @@ from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
     hours_between,
+    run_evidence,
     runs_matching,
 )
 from reportgen.analysis.verdicts import RunStatus
@@ -162,10 +163,11 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             if status == "interrupted":
                 crash = run.last_seen_at or end
                 since = last_save_before(run, crash, checkpoints)
-                _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or []))
+                _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or run_evidence(run)))
                 following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
                 if following is not None and following[1] > crash:
-                    _add(totals, "downtime", _clip(crash, following[1], lo, hi), following[0].start_evidence)
+                    _add(totals, "downtime", _clip(crash, following[1], lo, hi),
+                         *([following[0].start_evidence] if following[0].start_evidence else run_evidence(following[0])))
                     busy.append((crash, following[1]))  # counted as downtime, not waiting
             elif run.ended_at is not None and pace is not None:
                 # Steps after the last logged one (to the run's last step) were work, not output writing.
@@ -195,7 +197,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                     saved = (total[0] - run.last_step) * per_step / 3600.0
                     stopped = totals["stopped early"]
                     stopped.hours -= saved
-                    stopped.evidence += statuses[run.id].evidence or [e for e in (run.end_evidence, run.start_evidence) if e]
+                    stopped.evidence += statuses[run.id].evidence or run_evidence(run)
                     stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
                         f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} (config '{total[1]}'): "
                         f"{total[0] - run.last_step:,} steps at {figure(per_step)} s "
