@@ -197,8 +197,9 @@ def test_the_draft_plan_is_the_plan_as_written_with_next_hours(tmp_path):
     original = SAMPLE_PLAN.read_text(encoding="utf-8")
     # Same lines as written, but for a header and the steps' hours lines.
     changed = [(a, b) for a, b in zip(original.splitlines(), text.splitlines()[4:], strict=True) if a != b]
-    assert all(a.strip().startswith("hours:") and b.strip().startswith("hours:") for a, b in changed)
-    assert len(changed) == 12
+    keys = [a.strip().split(":")[0] for a, b in changed if a.strip().split(":")[0] == b.strip().split(":")[0]]
+    assert len(keys) == len(changed) and sorted(set(keys)) == ["hours", "steps_per_second"]
+    assert keys.count("hours") == 12 and keys.count("steps_per_second") == 2
     loaded = load_plan(draft)
     estimates = by_item(report)
     for step in loaded.plan.schedule.steps:
@@ -206,6 +207,11 @@ def test_the_draft_plan_is_the_plan_as_written_with_next_hours(tmp_path):
         expected = round(e["next_hours"], 1) if e["measured"] and e["in_suggested_schedule"] else e["planned_hours"]
         assert step.hours == pytest.approx(expected), step.id
     assert "dropped" in next(line for line in text.splitlines() if "hours: 5 " in line)
+    # The planned throughput becomes the measured one, where both exist.
+    pace = {m["quantity"]: m["measured"] for m in report["next_campaign"]["measurements"]}
+    r16 = next(s for s in loaded.plan.schedule.steps if s.id == "train-r16")
+    assert r16.steps_per_second == float(f"{1 / pace['seconds a step (lora-r16)']:.3g}")
+    assert "; was: 3,000 steps at 10 s a step" in text
     assert CliRunner().invoke(cli, ["check", str(draft)]).exit_code == 0
 
 

@@ -1,8 +1,8 @@
 """next-plan.yaml: a draft of the next campaign's plan, with each step's hours at its next estimate (R16).
 
 The draft is a copy of the plan as written (the frozen original when there is one), line for
-line. Only the `hours:` values of the steps change, each with a comment saying what was planned
-and what was measured. Every other line, key and comment stays as the user wrote it. The plan
+line. Only the steps' `hours:` change, and `steps_per_second:` where one was planned and measured,
+each with a comment saying what was planned and what was measured. Every other line, key and comment stays as the user wrote it. The plan
 itself is never touched: the draft is a separate file in the site, to review before the next
 order.
 """
@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import re
 
+from reportgen.numbers import figure
 from reportgen.plan.load import LoadedPlan
 
 FILE = "next-plan.yaml"
-# A step's `hours:` written in block style, e.g. "      hours: 9" or "    - hours: 9  # comment".
-_HOURS = re.compile(r"^(?P<head>\s*(?:-\s+)?hours:[ \t]*)(?P<value>[0-9][0-9_.eE+-]*)(?P<tail>[ \t]*(?:#.*)?)$")
+
+
+def _scalar(key: str) -> re.Pattern[str]:
+    """A key's number written in block style, e.g. "      hours: 9" or "    - hours: 9  # comment"."""
+    return re.compile(rf"^(?P<head>\s*(?:-\s+)?{key}:[ \t]*)(?P<value>[0-9][0-9_.eE+-]*)(?P<tail>[ \t]*(?:#.*)?)$")
+
+
+_HOURS = _scalar("hours")
+_RATE = _scalar("steps_per_second")
 
 
 def _comment(estimate: dict, campaign: str) -> str:
@@ -27,10 +35,19 @@ def _comment(estimate: dict, campaign: str) -> str:
             f"measured {estimate['measured_hours']:.2f} h (see next.html)")
 
 
+def _rewrite(match: re.Match[str], value: str, note: str, ending: str) -> str:
+    """The line with its value replaced and a comment saying why, keeping any comment it had."""
+    old = match["tail"].strip().lstrip("#").strip()
+    return f"{match['head']}{value}  # {note}{f'; was: {old}' if old else ''}{ending}"
+
+
 def next_plan(loaded: LoadedPlan, report: dict) -> str:
     """The draft's text: the plan's lines with the steps' hours replaced, and a header saying so."""
     campaign = report["campaign"]["id"]
     estimates = {e["id"]: e for e in report["estimates"] if e["kind"] == "step"}
+    measured = (report.get("next_campaign") or {}).get("measurements", [])
+    paces = {m["quantity"].removeprefix("seconds a step (").removesuffix(")"): m for m in measured
+             if m["unit"] == "s/step" and m["measured"]}
     lines = loaded.text.splitlines(keepends=True)
     kept = []
     for index, step in enumerate(loaded.plan.schedule.steps):
@@ -46,9 +63,13 @@ def next_plan(loaded: LoadedPlan, report: dict) -> str:
         value = match["value"]
         if estimate["measured"] and estimate["in_suggested_schedule"]:
             value = f"{max(0.1, round(estimate['next_hours'], 1)):g}"
-        old = match["tail"].strip().lstrip("#").strip()
-        note = _comment(estimate, campaign) + (f"; was: {old}" if old else "")
-        lines[line - 1] = f"{match['head']}{value}  # {note}{text[len(body):]}"
+        lines[line - 1] = _rewrite(match, value, _comment(estimate, campaign), text[len(body):])
+        rate, where = paces.get(step.variant or ""), loaded.lines.get(("schedule", "steps", index, "steps_per_second"))
+        if step.steps_per_second and rate and where is not None and where <= len(lines):
+            body = lines[where - 1].rstrip("\r\n")
+            if (found := _RATE.match(body)) is not None:
+                note = f"measured in {campaign}: {figure(rate['measured'])} s a step over {rate['count']:,} steps"
+                lines[where - 1] = _rewrite(found, f"{1.0 / rate['measured']:.3g}", note, lines[where - 1][len(body):])
     plan = report.get("next_campaign") or {}
     lot = plan.get("lot")
     fits = (f"{lot['label']} at {lot['price']:.2f} {lot['currency']} fits it with {lot['unused_hours']:.1f} h unused"
