@@ -12,3 +12,12 @@ def figure(value: float) -> str:
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+def median(values: list[float]) -> float | None:
+    """The median of the finite values (None if there are none), without overflowing on huge ones."""
+    finite = sorted(v for v in values if math.isfinite(v))
+    if not finite:
+        return None
+    middle = len(finite) // 2
+    return finite[middle] if len(finite) % 2 else finite[middle - 1] / 2 + finite[middle] / 2

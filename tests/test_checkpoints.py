@@ -148,12 +148,19 @@ def test_a_negative_or_non_finite_duration_is_a_damaged_line(tmp_path):
     (logs / "e.jsonl").write_text(
         '{"ts":"2026-11-02T10:00:00Z","type":"checkpoint_save","run":"r","step":1,"path":"c/1","seconds":-3}\n'
         '{"ts":"2026-11-02T10:01:00Z","type":"checkpoint_save","run":"r","step":2,"path":"c/2","seconds":NaN}\n'
-        '{"ts":"2026-11-02T10:02:00Z","type":"checkpoint_save","run":"r","step":3,"path":"c/3","seconds":31.5}\n')
+        '{"ts":"2026-11-02T10:02:00Z","type":"checkpoint_save","run":"r","step":3,"path":"c/3","seconds":31.5}\n'
+        # Two of these would sum to infinity: a duration over a year is no record of a GPU rental.
+        '{"ts":"2026-11-02T10:03:00Z","type":"checkpoint_save","run":"r","step":4,"path":"c/4","seconds":1.7976931348623157e308}\n')
+    (logs / "bench.csv").write_text("checkpoint,operation,time,seconds,ok,host,process\n"
+                                    "c/3,transfer,2026-11-02T10:05:00Z,1e300,true,a,1\nc/3,transfer,2026-11-02T10:06:00Z,40,true,a,1\n")
     campaign = ingest(logs)
-    info = campaign.inputs[0]
-    assert info.skipped == 2 and [p.line for p in info.problems] == [1, 2]
+    info = next(i for i in campaign.inputs if i.path == "e.jsonl")
+    assert info.skipped == 3 and [p.line for p in info.problems] == [1, 2, 4]
     assert "a duration in seconds" in info.problems[0].message
-    assert [op.seconds for op in campaign.checkpoint_ops] == [31.5]
+    assert "over a year: not a duration from this campaign" in info.problems[2].message
+    bench = next(i for i in campaign.inputs if i.path == "bench.csv")
+    assert [p.line for p in bench.problems] == [2] and "over a year" in bench.problems[0].message
+    assert [(op.op, op.seconds) for op in campaign.checkpoint_ops] == [("save", 31.5), ("transfer", 40.0)]
 
 
 def bench_logs(tmp_path, event_log, clock, records: str, name: str) -> Path:

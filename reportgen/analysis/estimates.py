@@ -21,7 +21,6 @@ How a next figure is made:
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ from reportgen.analysis.schedule import (
 from reportgen.analysis.variance import last_save_before, training_pace
 from reportgen.analysis.verdicts import VariantResult
 from reportgen.model import Evidence, Run
+from reportgen.numbers import median
 from reportgen.plan.schema import Plan
 
 if TYPE_CHECKING:
@@ -107,10 +107,6 @@ class NextCampaign:
     def lot(self) -> LotFit | None:
         """The cheapest lot the suggested schedule fits in."""
         return next((lot for lot in self.lots if lot.fits), None)
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 def _plural(n: int, word: str) -> str:
@@ -293,12 +289,12 @@ class _Estimator:
         out: list[Measurement] = []
         for op, name in (("save", "checkpoint save"), ("transfer", "checkpoint transfer"), ("restore", "checkpoint restore")):
             timed = [o for o in campaign.checkpoint_ops if o.op == op and o.seconds is not None and o.seconds > 0]
-            value = _median([o.seconds for o in timed if o.seconds is not None])
+            value = median([o.seconds for o in timed if o.seconds is not None])
             out.append(Measurement(name, "s", None, value, len(timed),
                                    f"median of {_plural(len(timed), op)} timed" if timed else "never timed",
                                    sorted({o.evidence for o in timed})[:10]))
         tests = [t for t in campaign.reload_tests if t.new_process]
-        value = _median([t.seconds for t in tests if t.seconds is not None])
+        value = median([t.seconds for t in tests if t.seconds is not None])
         out.append(Measurement("reload test in a new process", "s", None, value, len(tests),
                                f"{_plural(len(tests), 'test')} in a new process" if tests else "never done",
                                sorted({t.evidence for t in tests})[:10]))
@@ -307,7 +303,7 @@ class _Estimator:
                                interval.mtbi_hours if interval.interruptions else None, interval.interruptions,
                                interval.mtbi_basis))
         evaluations = [e for e in campaign.evaluations if e.seconds]
-        value = _median([e.seconds for e in evaluations if e.seconds is not None])
+        value = median([e.seconds for e in evaluations if e.seconds is not None])
         out.append(Measurement("evaluation pass", "s", None, value, len(evaluations),
                                f"median of {_plural(len(evaluations), 'timed evaluation')}" if evaluations else "never timed",
                                sorted({e.evidence for e in evaluations})[:10]))

@@ -14,10 +14,10 @@ no interval is computed: the gap becomes an uncertainty.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from reportgen.model import Evidence
+from reportgen.numbers import median
 
 
 @dataclass
@@ -70,7 +70,7 @@ def save_interval(save_seconds: list[float], save_evidence: list[Evidence], inte
                   gpu_hours: float | None, assumed_mtbi_hours: float | None, planned_minutes: float | None) -> SaveInterval:
     """The interval from what was measured, with every missing input said as an uncertainty."""
     usable = [s for s in save_seconds if math.isfinite(s) and s > 0]  # a save takes some time
-    cost = statistics.median(usable) if usable else None
+    cost = median(usable)
     if gpu_hours is not None and not (math.isfinite(gpu_hours) and gpu_hours > 0):
         gpu_hours = None
     uncertainties = []

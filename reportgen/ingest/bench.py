@@ -25,7 +25,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reportgen.ingest.common import Reading, decode_text
+from reportgen.ingest.common import Reading, decode_text, duration_problem
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
 FORMAT = "checkpoint-bench"
@@ -172,6 +172,8 @@ def _event(record: dict, evidence: Evidence, saves: dict[str, tuple[str | None, 
         raise _Bad(f"'operation' must be one of {', '.join(OPERATIONS)}, got {operation!r}")
     at = _time(record)
     seconds = _number(record, "seconds")
+    if seconds is not None and (problem := duration_problem(seconds)) is not None:
+        raise _Bad(problem)
     step = _number(record, "step", integer=True)
     run = _text(record, "run")
     if operation == "reload_test":

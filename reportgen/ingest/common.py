@@ -192,3 +192,17 @@ def json_entries(text: str, start: int) -> tuple[list[tuple[int, object]], str |
             return out, "the file ends inside the list (cut off)"
         else:
             return out, "unreadable JSON (expected ',' or ']')"
+
+
+# The longest duration a campaign record can hold: no lot is this long, so a longer one is damage
+# (and summing a few of them would overflow to infinity).
+MAX_DURATION_S = 366 * 24 * 3600.0
+
+
+def duration_problem(value: float, key: str = "seconds") -> str | None:
+    """Why a number is not a duration in seconds (None when it is one)."""
+    if not math.isfinite(value) or value < 0:
+        return f"'{key}' must be a duration in seconds (a finite number, 0 or more), got {value!r}"
+    if value > MAX_DURATION_S:
+        return f"'{key}' is {value:g} s, over a year: not a duration from this campaign"
+    return None

@@ -21,6 +21,7 @@ from reportgen.ingest.common import (
     LineIndex,
     MetricRows,
     decode_text,
+    duration_problem,
     is_number,
     json_entries,
     read_mapping,
@@ -100,7 +101,8 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         is_summary = "train_runtime" in entry  # written once, when training ends
         if is_summary:
             summary = line
-            runtime = float(entry["train_runtime"]) if is_number(entry["train_runtime"]) else None
+            stated = float(entry["train_runtime"]) if is_number(entry["train_runtime"]) else None
+            runtime = stated if stated is not None and duration_problem(stated, "train_runtime") is None else None
         values = {k: float(v) for k, v in entry.items() if k not in NOT_METRICS and is_number(v)}
         if "epoch" in entry and is_number(entry["epoch"]):
             values["epoch"] = float(entry["epoch"])

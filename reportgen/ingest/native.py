@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from reportgen.ingest.common import duration_problem
 from reportgen.model import (
     METRIC_FRAME_COLUMNS,
     CheckpointOp,
@@ -404,10 +404,10 @@ def _number(record: dict, key: str) -> float | None:
 
 
 def _duration(record: dict, key: str = "seconds") -> float | None:
-    """A duration in seconds: a finite number, 0 or more (a NaN or negative time is a damaged record)."""
+    """A duration in seconds: a finite number, 0 or more, at most a year (else a damaged record)."""
     value = _number(record, key)
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise _BadRecord(f"'{key}' must be a duration in seconds (a finite number, 0 or more), got {record[key]!r}")
+    if value is not None and (problem := duration_problem(value, key)) is not None:
+        raise _BadRecord(problem)
     return value
 
 
