@@ -322,6 +322,12 @@ class Campaign:
     def metric_names(self) -> list[str]:
         return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]
 
+    def frames_by_run(self) -> dict[str, pd.DataFrame]:
+        """Each run's rows of the metrics frame."""
+        if not len(self.metrics):
+            return {}
+        return {str(run): group for run, group in self.metrics.groupby("run", sort=True)}
+
     def metrics_by_run(self) -> dict[str, list[str]]:
         """The metrics each run logged at least once."""
         names = self.metric_names()

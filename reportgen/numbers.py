@@ -21,3 +21,8 @@ def median(values: list[float]) -> float | None:
         return None
     middle = len(finite) // 2
     return finite[middle] if len(finite) % 2 else finite[middle - 1] / 2 + finite[middle] / 2
+
+
+def plural(n: int, word: str) -> str:
+    """"1 save", "14 saves"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

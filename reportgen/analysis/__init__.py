@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from reportgen.analysis import stops as stop_rules
 from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
@@ -69,7 +70,11 @@ class Analysis:
     variants: list[VariantResult]
     verdict: Verdict
     problems: list[tuple[Evidence | None, str]]
-    next: NextCampaign | None = field(default=None)  # the next campaign's estimates, made from all of the above
+
+    @cached_property
+    def next(self) -> NextCampaign:
+        """The next campaign's estimates, made from all of the above."""
+        return next_campaign(self)
 
 
 def unplanned_references(plan: Plan, campaign: Campaign) -> list[tuple[Evidence | None, str]]:
@@ -125,7 +130,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     variance = explain(schedule, campaign, statuses, checkpoints)
     gaps = between_steps(schedule)
-    analysis = Analysis(
+    return Analysis(
         plan=plan,
         campaign=campaign,
         schedule=schedule,
@@ -149,5 +154,3 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         verdict=campaign_verdict(plan, results),
         problems=[*campaign.problems, *problems],
     )
-    analysis.next = next_campaign(analysis)
-    return analysis

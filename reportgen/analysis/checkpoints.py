@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from reportgen.model import Campaign, CheckpointOp, Evidence, ReloadTest, same_path
+from reportgen.model import (
+    Campaign,
+    CheckpointOp,
+    Evidence,
+    ReloadTest,
+    by_run,
+    same_path,
+)
 
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
@@ -159,3 +166,30 @@ def _find(path: str, run: str, checkpoints: list[RunCheckpoint]) -> RunCheckpoin
     named = [c for c in checkpoints if c.path and same_path(path, c.path)]
     own = [c for c in named if c.run == run]
     return (own or named or [None])[0]
+
+
+CALENDAR_OPERATIONS = ("save", "transfer", "restore", "reload_test")
+
+
+@dataclass
+class CalendarRow:
+    """The hours checkpoints took for one run (None: records no run could be found for), by operation;
+    an operation never timed for the run is None, not zero (R12: they belong in the calendar)."""
+
+    run: str | None
+    hours: dict[str, float | None]
+
+
+def calendar(campaign: Campaign, run_order: Sequence[str]) -> list[CalendarRow]:
+    """Save, transfer, restore and reload-test hours per run, in run order, then the unattributed ones."""
+    operations, tests = by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
+    rows = []
+    for run_id in [*run_order, None]:
+        timed: dict[str, list[float]] = {name: [] for name in CALENDAR_OPERATIONS}
+        for op in operations.get(run_id, []):
+            if op.seconds is not None:
+                timed[op.op].append(op.seconds)
+        timed["reload_test"] = [t.seconds for t in tests.get(run_id, []) if t.seconds is not None]
+        if any(timed.values()):
+            rows.append(CalendarRow(run_id, {name: sum(s) / 3600.0 if s else None for name, s in timed.items()}))
+    return rows

@@ -31,10 +31,10 @@ from reportgen.analysis.schedule import (
     planned_timeline,
     runs_matching,
 )
-from reportgen.analysis.variance import last_save_before, training_pace
+from reportgen.analysis.variance import last_save_before, run_training
 from reportgen.analysis.verdicts import VariantResult
 from reportgen.model import Evidence, Run
-from reportgen.numbers import median
+from reportgen.numbers import median, plural
 from reportgen.plan.schema import Plan
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ class Measurement:
     count: int
     basis: str
     evidence: list[Evidence] = field(default_factory=list)
+    variant: str | None = None  # a per-variant quantity (seconds a step)
 
 
 @dataclass
@@ -109,10 +110,6 @@ class NextCampaign:
         return next((lot for lot in self.lots if lot.fits), None)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
 class _Estimator:
     """Builds the estimates of one analysed campaign, collecting the uncertainties on the way."""
 
@@ -122,6 +119,7 @@ class _Estimator:
         self.gpus = set(self.plan.gpu_names())
         self.dropped = {r.variant.id: r for r in analysis.variants if r.verdict == "dropped"}
         self.uncertainties: list[Uncertainty] = []
+        self.frames = analysis.campaign.frames_by_run()
 
     # -- interruptions -------------------------------------------------------------------------
     def allowance(self) -> tuple[float | None, str]:
@@ -291,12 +289,12 @@ class _Estimator:
             timed = [o for o in campaign.checkpoint_ops if o.op == op and o.seconds is not None and o.seconds > 0]
             value = median([o.seconds for o in timed if o.seconds is not None])
             out.append(Measurement(name, "s", None, value, len(timed),
-                                   f"median of {_plural(len(timed), op)} timed" if timed else "never timed",
+                                   f"median of {plural(len(timed), op)} timed" if timed else "never timed",
                                    sorted({o.evidence for o in timed})[:10]))
         tests = [t for t in campaign.reload_tests if t.new_process]
         value = median([t.seconds for t in tests if t.seconds is not None])
         out.append(Measurement("reload test in a new process", "s", None, value, len(tests),
-                               f"{_plural(len(tests), 'test')} in a new process" if tests else "never done",
+                               f"{plural(len(tests), 'test')} in a new process" if tests else "never done",
                                sorted({t.evidence for t in tests})[:10]))
         interval = self.a.interval
         out.append(Measurement("mean time between interruptions", "h", policy.mean_hours_between_interruptions,
@@ -305,7 +303,7 @@ class _Estimator:
         evaluations = [e for e in campaign.evaluations if e.seconds]
         value = median([e.seconds for e in evaluations if e.seconds is not None])
         out.append(Measurement("evaluation pass", "s", None, value, len(evaluations),
-                               f"median of {_plural(len(evaluations), 'timed evaluation')}" if evaluations else "never timed",
+                               f"median of {plural(len(evaluations), 'timed evaluation')}" if evaluations else "never timed",
                                sorted({e.evidence for e in evaluations})[:10]))
         for result in self.a.variants:
             planned_rates = [s.steps_per_second for s in self.plan.schedule.steps
@@ -316,28 +314,23 @@ class _Estimator:
             planned = 1.0 / planned_rates[0] if planned_rates else None
             if pace is None:
                 out.append(Measurement(f"seconds a step ({result.variant.id})", "s/step", planned, None, 0,
-                                       "no run logged timed steps"))
+                                       "no run logged timed steps", variant=result.variant.id))
                 continue
             seconds, steps, evidence = pace
             out.append(Measurement(f"seconds a step ({result.variant.id})", "s/step", planned, seconds / steps,
                                    steps, f"{steps:,} steps of {', '.join(result.runs)}; evaluations, checkpoints "
-                                   "and long-input stretches taken out", evidence))
+                                   "and long-input stretches taken out", evidence, variant=result.variant.id))
         return out
 
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
-        frames = self.a.campaign.metrics
-        if not len(frames):
-            return None
         seconds, steps, evidence = 0.0, 0, []
         for run_id in run_ids:
             run = self.a.campaign.runs.get(run_id)
             if run is None or run.started_at is None:
                 continue
-            frame = frames[frames["run"] == run_id]
             end = run.ended_at or run.last_seen_at or run.started_at
-            if self.a.statuses[run_id].status == "interrupted":
-                end = last_save_before(run, end, self.a.checkpoints)
-            pace = training_pace(frame, run_id, self.a.campaign, run.started_at, end)
+            pace = run_training(run, self.frames.get(run_id), self.a.campaign, self.a.statuses[run_id].status,
+                                self.a.checkpoints, run.started_at, end)
             if pace is not None:
                 seconds += pace.seconds - pace.long_seconds
                 steps += pace.steps

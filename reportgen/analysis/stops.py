@@ -291,7 +291,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
     evidence of the interruption.
     """
     metrics_by_run = campaign.metrics_by_run()
-    frames = {str(run): group for run, group in campaign.metrics.groupby("run", sort=True)} if len(campaign.metrics) else {}
+    frames = campaign.frames_by_run()
     messages: dict[str, list[LogMessage]] = {}
     for message in campaign.messages:
         if message.run is not None:

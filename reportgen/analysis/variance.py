@@ -68,8 +68,6 @@ class Cause:
     hours: float
     evidence: list[Evidence] = field(default_factory=list)
     note: str | None = None
-    steps: int = 0  # throughput: the steps measured, and their seconds
-    seconds: float = 0.0
 
 
 @dataclass
@@ -122,10 +120,39 @@ def _pace(frame: pd.DataFrame | None) -> _Pace | None:
     return _Pace(a, b, rate)
 
 
+def run_training(run: Run, frame: pd.DataFrame | None, campaign: Campaign, status: str,
+                 checkpoints: dict[str, list[RunCheckpoint]], lo: datetime, hi: datetime) -> TrainingPace | None:
+    """A run's training pace inside [lo, hi]; an interrupted run only to its last save (the rest is lost work)."""
+    if frame is not None and status == "interrupted":
+        crash = run.last_seen_at or run.ended_at or run.started_at
+        if crash is not None:
+            frame = frame[frame["ts"].notna() & (frame["ts"] <= last_save_before(run, crash, checkpoints))]
+    return training_pace(frame, run.id, campaign, lo, hi)
+
+
+@dataclass
+class _Step:
+    """What the runs of one measured step add up to while their causes are counted."""
+
+    lo: datetime
+    hi: datetime
+    steps_per_second: float | None
+    totals: dict[str, Cause] = field(default_factory=lambda: {name: Cause(name, 0.0) for name in CAUSES})
+    busy: list[tuple[datetime, datetime]] = field(default_factory=list)
+    trained_steps: int = 0  # throughput: the steps measured and their seconds
+    trained_seconds: float = 0.0
+
+    def add(self, name: str, hours: float, *evidence: Evidence | None) -> None:
+        _add(self.totals, name, hours, *evidence)
+
+    def clip(self, start: datetime, end: datetime) -> float:
+        return _clip(start, end, self.lo, self.hi)
+
+
 def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
             checkpoints: dict[str, list[RunCheckpoint]]) -> dict[str, StepVariance]:
     """Every measured step's variance split into causes; steps with no actual time are left out."""
-    frames = {str(run): group for run, group in campaign.metrics.groupby("run", sort=True)} if len(campaign.metrics) else {}
+    frames = campaign.frames_by_run()
     starts = {e.run: e.step for e in campaign.run_events if e.kind == "start" and e.step is not None}
     evaluations, operations, tests = by_run(campaign.evaluations), by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
     out: dict[str, StepVariance] = {}
@@ -138,84 +165,79 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
         if not runs:
             runs = [r for r in campaign.runs.values() if r.started_at is not None and lo <= r.started_at < hi]
         timed_runs = sorted(((r, r.started_at) for r in runs if r.started_at is not None), key=lambda rs: (rs[1], rs[0].id))
-        totals: dict[str, Cause] = {name: Cause(name, 0.0) for name in CAUSES}
-
-        busy: list[tuple[datetime, datetime]] = []
+        step = _Step(lo, hi, item.step.steps_per_second)
         for index, (run, started) in enumerate(timed_runs):
-            end = run.ended_at or run.last_seen_at or started
-            busy.append((started, end))
-            pace = _pace(frames.get(run.id))
-            begins = starts.get(run.id, 0)  # a resumed run starts past 0
-            if pace is not None and (pace.seconds_per_step is not None or pace.first[1] <= begins + 1):
-                # The first logged step came after some steps of work; the time before those is start-up.
-                # Without a pace (one timed row) that split is unknown, and nothing is counted.
-                worked = max(0, pace.first[1] - begins) * (pace.seconds_per_step or 0.0)
-                ready = pace.first[0] - timedelta(seconds=worked)
-                _add(totals, "start-up", _clip(started, ready, lo, hi), run.start_evidence, pace.first[2])
-            for evaluation in evaluations.get(run.id, []):
-                if evaluation.seconds and evaluation.at is not None and lo <= evaluation.at <= hi:
-                    _add(totals, "evaluation", _ended(evaluation.seconds, evaluation.at, lo), evaluation.evidence)
-            timed: list[CheckpointOp | ReloadTest] = [*operations.get(run.id, []), *tests.get(run.id, [])]
-            for op in timed:
-                if op.seconds and lo <= op.at <= hi:
-                    _add(totals, "checkpoints", _ended(op.seconds, op.at, lo), op.evidence)
-            status = statuses[run.id].status
-            if status == "interrupted":
-                crash = run.last_seen_at or end
-                since = last_save_before(run, crash, checkpoints)
-                _add(totals, "lost work", _clip(since, crash, lo, hi), *(statuses[run.id].evidence or run_evidence(run)))
-                following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
-                if following is not None and following[1] > crash:
-                    _add(totals, "downtime", _clip(crash, following[1], lo, hi),
-                         *([following[0].start_evidence] if following[0].start_evidence else run_evidence(following[0])))
-                    busy.append((crash, following[1]))  # counted as downtime, not waiting
-            elif run.ended_at is not None and pace is not None:
-                # Steps after the last logged one (to the run's last step) were work, not output writing.
-                remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
-                done = pace.last[0] + timedelta(seconds=max(0.0, remaining))
-                _add(totals, "writing outputs", _clip(done, run.ended_at, lo, hi), pace.last[2], run.end_evidence)
-            kept = frames.get(run.id)
-            if kept is not None and status == "interrupted":  # work after the last save is lost work, not pace
-                crash = run.last_seen_at or end
-                kept = kept[kept["ts"].notna() & (kept["ts"] <= last_save_before(run, crash, checkpoints))]
-            training = training_pace(kept, run.id, campaign, lo, hi)
-            if training is not None:
-                _add(totals, "long inputs", training.long_seconds / 3600.0, *training.long_evidence)
-                rate = item.step.steps_per_second
-                if rate is not None:
-                    other = training.seconds - training.long_seconds - training.steps / rate
-                    totals["throughput"].hours += other / 3600.0
-                    totals["throughput"].evidence += training.evidence
-                    totals["throughput"].steps += training.steps
-                    totals["throughput"].seconds += training.seconds - training.long_seconds
-            total = total_steps(run)
-            if status == "stopped" and total is not None and run.last_step is not None and total[0] > run.last_step:
-                # A stop saves the steps it did not run: at the planned pace when the step states one, else the measured.
-                rate = item.step.steps_per_second
-                per_step = 1.0 / rate if rate else (training.seconds_per_step if training is not None else None)
-                if per_step is not None:
-                    saved = (total[0] - run.last_step) * per_step / 3600.0
-                    stopped = totals["stopped early"]
-                    stopped.hours -= saved
-                    stopped.evidence += statuses[run.id].evidence or run_evidence(run)
-                    stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
-                        f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} (config '{total[1]}'): "
-                        f"{total[0] - run.last_step:,} steps at {figure(per_step)} s "
-                        f"({'planned' if rate else 'measured'}) not run")
+            following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
+            timed: list[Evaluation | CheckpointOp | ReloadTest] = [
+                *evaluations.get(run.id, []), *operations.get(run.id, []), *tests.get(run.id, [])]
+            _run_causes(step, run, started, following, frames.get(run.id), starts.get(run.id, 0), timed,
+                        statuses[run.id], campaign, checkpoints)
         if timed_runs:
-            _add(totals, "waiting", _idle(lo, hi, busy), *span.evidence[:2])
-        throughput = totals["throughput"]
-        if throughput.steps:
-            measured = figure(throughput.seconds / throughput.steps)
-            throughput.note = (f"{measured} s a step measured over {throughput.steps:,} steps (evaluations, checkpoints "
-                               f"and long-input stretches taken out) against the planned "
-                               f"{figure(1.0 / (item.step.steps_per_second or 1.0))} s")
-        causes = [c for c in totals.values() if c.hours > 0 or (c.cause == "throughput" and c.steps)
+            step.add("waiting", _idle(lo, hi, step.busy), *span.evidence[:2])
+        if step.trained_steps:
+            measured = figure(step.trained_seconds / step.trained_steps)
+            step.totals["throughput"].note = (
+                f"{measured} s a step measured over {step.trained_steps:,} steps (evaluations, checkpoints "
+                f"and long-input stretches taken out) against the planned {figure(1.0 / (step.steps_per_second or 1.0))} s")
+        causes = [c for c in step.totals.values() if c.hours > 0 or (c.cause == "throughput" and step.trained_steps)
                   or (c.cause == "stopped early" and c.hours < 0)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.hours, span.hours, causes, step=item.step.id)
     return out
+
+
+def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, datetime] | None,
+                frame: pd.DataFrame | None, begins: int, timed: list[Evaluation | CheckpointOp | ReloadTest],
+                status: RunStatus, campaign: Campaign, checkpoints: dict[str, list[RunCheckpoint]]) -> None:
+    """One run's share of its step's causes; `following` is the next run in the step and when it started."""
+    end = run.ended_at or run.last_seen_at or started
+    step.busy.append((started, end))
+    pace = _pace(frame)
+    if pace is not None and (pace.seconds_per_step is not None or pace.first[1] <= begins + 1):
+        # The first logged step came after some steps of work; the time before those is start-up.
+        # Without a pace (one timed row) that split is unknown, and nothing is counted.
+        worked = max(0, pace.first[1] - begins) * (pace.seconds_per_step or 0.0)
+        ready = pace.first[0] - timedelta(seconds=worked)
+        step.add("start-up", step.clip(started, ready), run.start_evidence, pace.first[2])
+    for record in timed:
+        if record.seconds and record.at is not None and step.lo <= record.at <= step.hi:
+            cause = "evaluation" if isinstance(record, Evaluation) else "checkpoints"
+            step.add(cause, _ended(record.seconds, record.at, step.lo), record.evidence)
+    if status.status == "interrupted":
+        crash = run.last_seen_at or end
+        step.add("lost work", step.clip(last_save_before(run, crash, checkpoints), crash), *(status.evidence or run_evidence(run)))
+        if following is not None and following[1] > crash:
+            step.add("downtime", step.clip(crash, following[1]),
+                     *([following[0].start_evidence] if following[0].start_evidence else run_evidence(following[0])))
+            step.busy.append((crash, following[1]))  # counted as downtime, not waiting
+    elif run.ended_at is not None and pace is not None:
+        # Steps after the last logged one (to the run's last step) were work, not output writing.
+        remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
+        done = pace.last[0] + timedelta(seconds=max(0.0, remaining))
+        step.add("writing outputs", step.clip(done, run.ended_at), pace.last[2], run.end_evidence)
+    training = run_training(run, frame, campaign, status.status, checkpoints, step.lo, step.hi)
+    rate = step.steps_per_second
+    if training is not None:
+        step.add("long inputs", training.long_seconds / 3600.0, *training.long_evidence)
+        if rate is not None:
+            throughput = step.totals["throughput"]
+            throughput.hours += (training.seconds - training.long_seconds - training.steps / rate) / 3600.0
+            throughput.evidence += training.evidence
+            step.trained_steps += training.steps
+            step.trained_seconds += training.seconds - training.long_seconds
+    total = total_steps(run)
+    if status.status == "stopped" and total is not None and run.last_step is not None and total[0] > run.last_step:
+        # A stop saves the steps it did not run: at the planned pace when the step states one, else the measured.
+        per_step = 1.0 / rate if rate else (training.seconds_per_step if training is not None else None)
+        if per_step is not None:
+            stopped = step.totals["stopped early"]
+            stopped.hours -= (total[0] - run.last_step) * per_step / 3600.0
+            stopped.evidence += status.evidence or run_evidence(run)
+            stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
+                f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} (config '{total[1]}'): "
+                f"{total[0] - run.last_step:,} steps at {figure(per_step)} s "
+                f"({'planned' if rate else 'measured'}) not run")
 
 
 def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], gaps: list[Gap]) -> Variance | None:

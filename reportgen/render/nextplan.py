@@ -35,49 +35,52 @@ def _comment(estimate: dict, campaign: str) -> str:
             f"measured {estimate['measured_hours']:.2f} h (see next.html)")
 
 
-def _rewrite(match: re.Match[str], value: str, note: str, ending: str) -> str:
-    """The line with its value replaced and a comment saying why, keeping any comment it had."""
+def _rewrite(lines: list[str], line: int | None, pattern: re.Pattern[str], value: str | None, note: str) -> bool:
+    """Set the number on a line (None: keep it) with a comment saying why, keeping any comment it had.
+    False when the line does not hold the key in block style, and is left as written."""
+    if line is None or line > len(lines):
+        return False
+    text = lines[line - 1]
+    body = text.rstrip("\r\n")
+    match = pattern.match(body)
+    if match is None:
+        return False
     old = match["tail"].strip().lstrip("#").strip()
-    return f"{match['head']}{value}  # {note}{f'; was: {old}' if old else ''}{ending}"
+    lines[line - 1] = f"{match['head']}{value or match['value']}  # {note}{f'; was: {old}' if old else ''}{text[len(body):]}"
+    return True
 
 
 def next_plan(loaded: LoadedPlan, report: dict) -> str:
     """The draft's text: the plan's lines with the steps' hours replaced, and a header saying so."""
     campaign = report["campaign"]["id"]
     estimates = {e["id"]: e for e in report["estimates"] if e["kind"] == "step"}
-    measured = (report.get("next_campaign") or {}).get("measurements", [])
-    paces = {m["quantity"].removeprefix("seconds a step (").removesuffix(")"): m for m in measured
-             if m["unit"] == "s/step" and m["measured"]}
+    paces = {m["variant"]: m for m in report["next_campaign"]["measurements"] if m["variant"] and m["measured"]}
     lines = loaded.text.splitlines(keepends=True)
     kept = []
     for index, step in enumerate(loaded.plan.schedule.steps):
-        estimate, line = estimates.get(step.id), loaded.lines.get(("schedule", "steps", index, "hours"))
-        if estimate is None or line is None or line > len(lines):
+        estimate = estimates.get(step.id)
+        if estimate is None:
             continue
-        text = lines[line - 1]
-        body = text.rstrip("\r\n")
-        match = _HOURS.match(body)
-        if match is None:  # flow style ({hours: 3}) or a value on its own line: left as written
-            kept.append(step.id)
-            continue
-        value = match["value"]
+        value = None
         if estimate["measured"] and estimate["in_suggested_schedule"]:
             value = f"{max(0.1, round(estimate['next_hours'], 1)):g}"
-        lines[line - 1] = _rewrite(match, value, _comment(estimate, campaign), text[len(body):])
-        rate, where = paces.get(step.variant or ""), loaded.lines.get(("schedule", "steps", index, "steps_per_second"))
-        if step.steps_per_second and rate and where is not None and where <= len(lines):
-            body = lines[where - 1].rstrip("\r\n")
-            if (found := _RATE.match(body)) is not None:
-                note = f"measured in {campaign}: {figure(rate['measured'])} s a step over {rate['count']:,} steps"
-                lines[where - 1] = _rewrite(found, f"{1.0 / rate['measured']:.3g}", note, lines[where - 1][len(body):])
-    plan = report.get("next_campaign") or {}
-    lot = plan.get("lot")
+        at = loaded.lines.get(("schedule", "steps", index, "hours"))
+        if not _rewrite(lines, at, _HOURS, value, _comment(estimate, campaign)):
+            kept.append(step.id)  # flow style ({hours: 3}) or a value on its own line: left as written
+            continue
+        rate = paces.get(step.variant or "")
+        if step.steps_per_second and rate:
+            note = f"measured in {campaign}: {figure(rate['measured'])} s a step over {rate['count']:,} steps"
+            _rewrite(lines, loaded.lines.get(("schedule", "steps", index, "steps_per_second")), _RATE,
+                     f"{1.0 / rate['measured']:.3g}", note)
+    plan = report["next_campaign"]
+    lot = plan["lot"]
     fits = (f"{lot['label']} at {lot['price']:.2f} {lot['currency']} fits it with {lot['unused_hours']:.1f} h unused"
             if lot else "no catalogue lot is long enough for it")
     header = [
         f"# Draft plan for the next campaign, written by reportgen from what {campaign} measured.",
         "# Step hours are the next estimates (see next.html for each basis); everything else is the plan as written.",
-        f"# The measured schedule takes {plan.get('suggested_hours', 0.0):.1f} h: {fits}.",
+        f"# The measured schedule takes {plan['suggested_hours']:.1f} h: {fits}.",
         "# Review it, give it a new campaign id and order dates, then run `reportgen check` on it.",
     ]
     if kept:

@@ -13,11 +13,14 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
-from reportgen.analysis.checkpoints import Location
+from reportgen.analysis.checkpoints import CALENDAR_OPERATIONS, Location
+from reportgen.analysis.checkpoints import calendar as checkpoint_calendar
 from reportgen.analysis.deliverables import DeliverableResult
+from reportgen.analysis.estimates import LotFit
 from reportgen.analysis.plan_checks import check_plan
 from reportgen.analysis.stops import Stop
-from reportgen.model import Campaign, Evidence, by_run
+from reportgen.analysis.variance import Cause
+from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
 from reportgen.render.nextplan import FILE as NEXT_PLAN
@@ -126,10 +129,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "actual_end": iso(item.actual.end, tz),
                 "actual_basis": basis,
                 "variance_hours": hours(variance),
-                "explained": [
-                    {"cause": c.cause, "hours": hours(c.hours), "note": c.note, "evidence": evidence(c.evidence)}
-                    for c in (analysis.variance[item.step.id].causes if item.step.id in analysis.variance else [])
-                ],
+                "explained": _causes_json(analysis.variance[item.step.id].causes if item.step.id in analysis.variance else []),
                 # What no cause covers stays visible: planned + explained + unexplained = actual.
                 "unexplained_hours": hours(analysis.variance[item.step.id].unexplained_hours)
                 if item.step.id in analysis.variance else hours(variance),
@@ -223,10 +223,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             },
             "steps": steps,
             # The whole campaign: planned span + explained + unexplained = actual span.
-            "explained": [
-                {"cause": c.cause, "hours": hours(c.hours), "evidence": evidence(c.evidence)}
-                for c in (analysis.total_variance.causes if analysis.total_variance else [])
-            ],
+            "explained": _causes_json(analysis.total_variance.causes if analysis.total_variance else []),
             "unexplained_hours": hours(analysis.total_variance.unexplained_hours) if analysis.total_variance else None,
             # Waiting between steps: no measured step in progress (a resource or a person not ready).
             "between_steps": {
@@ -261,7 +258,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         ],
         "estimates": _estimates_json(analysis),
         # R16: every planned quantity with no measurement behind it; an item leaves once one exists.
-        "uncertainties": [u.message for u in analysis.next.uncertainties] if analysis.next else [],
+        "uncertainties": [u.message for u in analysis.next.uncertainties],
         "next_campaign": _next_campaign_json(analysis),
         "decisions": [
             {
@@ -392,18 +389,14 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
                 "location": _location(check.location(deadline), tz),
                 "evidence": evidence(check.evidence + [t.evidence for t in tests]),
             })
-    calendar = []
-    all_ops, all_tests = by_run(analysis.campaign.checkpoint_ops), by_run(analysis.campaign.reload_tests)
-    for run_id in [*analysis.run_order, None]:  # None: benchmark records no run could be found for
-        ops = [op for op in all_ops.get(run_id, []) if op.seconds is not None]
-        tests = [t for t in all_tests.get(run_id, []) if t.seconds is not None]
-        if not ops and not tests:
-            continue
-        row = {op: round(sum(o.seconds or 0.0 for o in ops if o.op == op) / 3600.0, 4) if any(o.op == op for o in ops) else None
-               for op in ("save", "transfer", "restore")}
-        row["reload_test"] = round(sum(t.seconds or 0.0 for t in tests) / 3600.0, 4) if tests else None
-        calendar.append({"run": run_id, **{f"{k}_hours": v for k, v in row.items()},
-                         "total_hours": round(sum(v for v in row.values() if v is not None), 4)})
+    rows = checkpoint_calendar(analysis.campaign, analysis.run_order)
+    row_totals = [sum(hours(v) or 0.0 for v in row.hours.values()) for row in rows]
+    calendar = {
+        "runs": [{"run": row.run, **{f"{k}_hours": hours(v) for k, v in row.hours.items()}, "total_hours": hours(total)}
+                 for row, total in zip(rows, row_totals, strict=True)],
+        **{f"{k}_hours": hours(sum(hours(row.hours[k]) or 0.0 for row in rows)) if rows else None for k in CALENDAR_OPERATIONS},
+        "total_hours": hours(sum(hours(t) or 0.0 for t in row_totals)) if rows else None,
+    }
     interval = analysis.interval
     flagged = [run_id for run_id, checks in analysis.checkpoints.items()
                if checks and all(c.resumable(required) is False for c in checks)]
@@ -424,14 +417,7 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
             "uncertainties": interval.uncertainties,
             "evidence": evidence(interval.evidence[:20]),
         },
-        "calendar": {
-            "runs": calendar,
-            "save_hours": round(sum(r["save_hours"] or 0.0 for r in calendar), 4) if calendar else None,
-            "transfer_hours": round(sum(r["transfer_hours"] or 0.0 for r in calendar), 4) if calendar else None,
-            "restore_hours": round(sum(r["restore_hours"] or 0.0 for r in calendar), 4) if calendar else None,
-            "reload_test_hours": round(sum(r["reload_test_hours"] or 0.0 for r in calendar), 4) if calendar else None,
-            "total_hours": round(sum(r["total_hours"] for r in calendar), 4) if calendar else None,
-        },
+        "calendar": calendar,
         "not_transferred": [
             {"run": item["run"], "step": item["step"], "path": item["path"], "status": item["location"]["status"]}
             for item in items if item["location"]["status"] in ("not_transferred", "transferred_after_lot_end")
@@ -463,10 +449,12 @@ def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
     ]
 
 
+def _causes_json(causes: list[Cause]) -> list[dict]:
+    return [{"cause": c.cause, "hours": hours(c.hours), "note": c.note, "evidence": evidence(c.evidence)} for c in causes]
+
+
 def _estimates_json(analysis: Analysis) -> list[dict]:
     """estimates: planned, measured and a suggested next figure for every step and variant, with its basis."""
-    if analysis.next is None:
-        return []
     return [
         {"item": e.item, "kind": e.kind, "id": e.id, "planned_hours": hours(e.planned_hours),
          "measured_hours": hours(e.measured_hours), "next_hours": hours(e.next_hours), "basis": e.basis,
@@ -475,24 +463,24 @@ def _estimates_json(analysis: Analysis) -> list[dict]:
     ]
 
 
-def _next_campaign_json(analysis: Analysis) -> dict | None:
+def _lot_json(lot: LotFit) -> dict:
+    return {"label": lot.label, "price": lot.price, "currency": lot.currency, "lots": lot.lots, "hours": hours(lot.hours),
+            "fits": lot.fits, "unused_hours": hours(lot.unused_hours)}
+
+
+def _next_campaign_json(analysis: Analysis) -> dict:
     """The suggested schedule, the lot it fits, the measured quantities and the uncertainties by item."""
     plan = analysis.next
-    if plan is None:
-        return None
-    lots = [{"label": lot.label, "price": lot.price, "currency": lot.currency, "lots": lot.lots, "hours": hours(lot.hours),
-             "fits": lot.fits, "unused_hours": hours(lot.unused_hours)} for lot in plan.lots]
-    chosen = plan.lot
     return {
         "suggested_hours": hours(plan.suggested_hours),
         "planned_hours": hours(analysis.schedule.planned_hours),
         "left_out": plan.left_out,
         "interruption_allowance": None if plan.allowance is None else round(plan.allowance, 4),
         "interruption_allowance_basis": plan.allowance_basis,
-        "lots": lots,
-        "lot": next((row for row in lots if chosen is not None and row["label"] == chosen.label), None),
+        "lots": [_lot_json(lot) for lot in plan.lots],
+        "lot": _lot_json(plan.lot) if plan.lot else None,
         "measurements": [
-            {"quantity": m.quantity, "unit": m.unit, "planned": m.planned,
+            {"quantity": m.quantity, "variant": m.variant, "unit": m.unit, "planned": m.planned,
              "measured": None if m.measured is None else round(m.measured, 4), "count": m.count, "basis": m.basis,
              "evidence": evidence(m.evidence)}
             for m in plan.measurements

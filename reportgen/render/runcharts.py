@@ -149,7 +149,7 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, li
     frame = analysis.campaign.metrics
     if not len(frame):
         return {}
-    groups = {str(run): group for run, group in frame.groupby("run", sort=True)}
+    groups = analysis.campaign.frames_by_run()
     names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     logged = {run: [m for m in names if group[m].notna().any()] for run, group in groups.items()}
     out: dict[str, list[MetricChart]] = {}
