@@ -165,14 +165,20 @@ class ReloadTest:
 
 @dataclass
 class LoggedStop:
-    """A stop written by the training script itself (R10: keep its identifier and reason)."""
+    """A stop written by the training script itself (R10: keep its identifier and reason), or the
+    training loop's own stop (early stopping), which `by` tells apart."""
 
     run: str
     rule: str | None
     reason: str
-    at: datetime
+    at: datetime | None  # None when the source keeps no times (a Trainer's trainer_state.json)
     evidence: Evidence
     step: int | None = None
+    by: str = "script"  # "script": a stop event the script wrote; "training loop": early stopping
+
+
+# Who stopped a run: a plan rule (from the logs or logged by the script) or the training loop itself.
+STOPPED_BY_LOOP = "training loop"
 
 
 @dataclass
@@ -218,6 +224,8 @@ class RunFacts:
     resumes: str | None = None
     best: dict | None = None  # the Trainer's best model: metric, step, checkpoint (under LOGS), checkpoint_as_written
     seconds: float | None = None  # training time the source states (the Trainer's train_runtime), for sources without times
+    max_steps: int | None = None  # how many steps a full run takes, as this source states it
+    history: tuple[bytes, ...] | None = None  # digests of a Trainer's log_history entries, for continuations
 
 
 @dataclass
@@ -238,6 +246,7 @@ class Checkpoint:
     parts: list[str] = field(default_factory=list)
     resume_basis: dict[str, str] = field(default_factory=dict)
     final: bool = False  # the model saved at the end of training, not a checkpoint taken during it
+    history: tuple[bytes, ...] | None = None  # digests of the log_history its trainer_state.json holds
 
 
 # Text-log findings that end a run before its end.
@@ -249,7 +258,7 @@ class LogMessage:
     """Something a text log said: a traceback, an out-of-memory error, a non-finite loss..."""
 
     run: str | None
-    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished | progress
+    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished | early_stop | progress
     message: str
     evidence: Evidence
     step: int | None = None
@@ -276,12 +285,40 @@ class ManifestEntry:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One identity decision: sources merged into a run, a continuation, an evaluation's training
+    run, a text log linked or left apart; with the rule that made it and its evidence."""
+
+    decision: str  # "merged" | "resumes" | "evaluates" | "kind" | "linked" | "separate"
+    rule: str  # the rule's name, as docs/formats.md lists them
+    text: str
+    evidence: tuple[Evidence, ...] = ()
+    other: str | None = None  # the other run the decision relates this one to
+
+    def to_json(self) -> dict:
+        return {"decision": self.decision, "rule": self.rule, "text": self.text, "other": self.other,
+                "evidence": [e.to_json() for e in sorted(set(self.evidence))]}
+
+
+@dataclass
+class UnlinkedSource:
+    """A captured log that belongs to no run on evidence: listed with its messages, never a run of its own."""
+
+    path: str
+    reason: str
+    lines: tuple[int, int] | None = None  # the part of the file (one process of several), first and last line
+
+
 @dataclass
 class Run:
     """One training or evaluation run, merged from every source that describes it."""
 
     id: str
     sources: list[str] = field(default_factory=list)
+    kind: str = "training"  # "training" | "evaluation" (a run that trained no step)
+    evaluates: str | None = None  # the training run an evaluation run evaluates
+    identity: list[Decision] = field(default_factory=list)
     variant: str | None = None
     config: dict | None = None
     config_id: str | None = None
@@ -318,6 +355,18 @@ class Campaign:
     messages: list[LogMessage] = field(default_factory=list)
     manifest: list[ManifestEntry] = field(default_factory=list)
     problems: list[tuple[Evidence, str]] = field(default_factory=list)
+    unlinked: list[UnlinkedSource] = field(default_factory=list)
+
+    def training_runs(self) -> list[Run]:
+        return [run for run in self.runs.values() if run.kind == "training"]
+
+    def evaluated_by(self) -> dict[str, list[str]]:
+        """For each training run, the evaluation runs attached to it."""
+        out: dict[str, list[str]] = {}
+        for run in self.runs.values():
+            if run.evaluates is not None:
+                out.setdefault(run.evaluates, []).append(run.id)
+        return out
 
     def metric_names(self) -> list[str]:
         return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]

@@ -33,7 +33,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 EXPECTED_STATUS = {
     "hf-clean": "completed",
     "hf-nan": "completed",
-    "hf-killed": "interrupted",
+    "hf-killed": "unknown",  # killed with no trace of the kill: nothing says it was cut
     "hf-best": "completed",
     "hf-resumed": "completed",
     "pl-clean/version_0": "completed",
@@ -44,9 +44,9 @@ EXPECTED_STATUS = {
     "tb-clean": "unknown",
     "tb-broken": "interrupted",
     "ml-clean": "completed",
-    "ml-killed": "interrupted",
+    "ml-killed": "unknown",  # still RUNNING in MLflow: died without ending the run, or still running
     "mlf-clean": "completed",
-    "mlf-killed": "interrupted",
+    "mlf-killed": "unknown",
     "oom-1": "interrupted",
 }
 
@@ -209,7 +209,7 @@ def test_text_log_oom_and_too_long_inputs_are_told_apart_from_truncation(inspect
                    "Token indices sequence length is longer than the specified maximum sequence length "
                    "for this model (600 > 512). Running this sequence through the model will result in indexing errors\n"
                    "step 10 loss: nan\n")
-    _info, messages = textlog.read(log, "run.log")
+    _info, messages, _sessions = textlog.read(log, "run.log")
     assert [m.kind for m in messages] == ["truncation", "too_long", "non_finite"]
     assert [m.evidence.line for m in messages] == [1, 2, 3]
 
@@ -331,15 +331,31 @@ def test_an_mlflow_run_named_like_a_trainer_folder_is_the_same_run(tmp_path):
     logs = tmp_path / "logs"
     shutil.copytree(FIXTURES, logs)
     with sqlite3.connect(logs / "mlflow" / "mlflow.db") as db:  # the copy, not the fixture
+        uuid = db.execute("select run_uuid from runs where name = 'ml-clean'").fetchone()[0]
         db.execute("update runs set name = 'hf-clean' where name = 'ml-clean'")
         db.execute("update tags set value = 'hf-clean' where key = 'mlflow.runName' and value = 'ml-clean'")
+        db.execute("delete from metrics where run_uuid = ?", (uuid,))  # no value to contradict the name
     runs = runs_of(build_inspect(ingest(logs)))
     assert "ml-clean" not in runs
     merged = runs["hf-clean"]
     assert merged["formats"] == ["hf-trainer", "mlflow-sqlite", "tensorboard", "text-log"]
     assert "mlflow/mlflow.db" in merged["sources"] and "hf/hf-clean/trainer_state.json" in merged["sources"]
     assert merged["status"] == "completed" and merged["ended_at"] is not None  # the end time is MLflow's
-    assert merged["last_step"] == 40  # MLflow logged steps up to 40, the Trainer up to 30: each kept
+    same = [d for d in merged["identity"] if d["rule"] == "same-name"]
+    assert len(same) == 1 and "its run name is the name of hf/hf-clean/" in same[0]["text"]
+
+
+def test_an_mlflow_run_named_like_a_folder_whose_values_differ_stays_apart(tmp_path):
+    """Counter-example: the name alone does not merge two records that disagree."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES, logs)
+    with sqlite3.connect(logs / "mlflow" / "mlflow.db") as db:
+        db.execute("update runs set name = 'hf-clean' where name = 'ml-clean'")
+        db.execute("update tags set value = 'hf-clean' where key = 'mlflow.runName' and value = 'ml-clean'")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert "mlflow-sqlite" not in runs["hf-clean"]["formats"]  # its loss at steps 5-30 is not the Trainer's
+    apart = [r for r in runs.values() if r["id"].startswith("hf-clean-")]
+    assert len(apart) == 1 and apart[0]["formats"] == ["mlflow-sqlite"]
 
 
 def test_a_traceback_in_a_run_folder_interrupts_that_run(tmp_path):
@@ -370,7 +386,7 @@ def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
     inspected = build_inspect(ingest(logs))
     runs = runs_of(inspected)
     assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
-    assert {r["status"] for r in runs.values()} == {"completed", "interrupted"}
+    assert {r["status"] for r in runs.values()} == {"completed", "unknown"}  # the killed one is still RUNNING
     assert not any("R10" in p["message"] for p in inspected["problems"])  # the same parameters: a repeat
     with sqlite3.connect(logs / "mlflow.db") as db:
         db.execute("update params set value = '0.01' where key = 'lr' and run_uuid = ?", (uuid,))
@@ -385,11 +401,29 @@ def test_a_log_naming_the_checkpoint_it_restored_links_the_runs(tmp_path):
     (logs / "run-2").mkdir()
     (logs / "run-2" / "train.log").write_text(
         "Restoring states from the checkpoint path at /mnt/jobs/run-1/checkpoint-20\n"
+        "step 25/30\nstep 30/30\n"
         "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
-    runs = runs_of(build_inspect(ingest(logs)))
+    data = build_inspect(ingest(logs))
+    runs = runs_of(data)
     assert runs["run-2"]["resumes"] == "run-1"
     assert runs["run-2"]["status"] == "completed"
     assert runs["run-1"]["resumes"] is None
+    assert runs["run-1"]["status"] == "interrupted"  # continued by run-2, with no end of its own
+    assert [d["rule"] for d in runs["run-2"]["identity"] if d["decision"] == "resumes"] == ["restore-message"]
+
+
+def test_a_log_with_no_steps_beside_no_run_is_not_a_run(tmp_path):
+    """A captured log that shows no training and no evidence of its run is listed apart, never a run."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "hf" / "hf-killed", logs / "run-1")
+    (logs / "run-2").mkdir()
+    (logs / "run-2" / "train.log").write_text(
+        "Restoring states from the checkpoint path at /mnt/jobs/run-1/checkpoint-20\n"
+        "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
+    data = build_inspect(ingest(logs))
+    assert sorted(runs_of(data)) == ["run-1"]
+    assert [u["path"] for u in data["unlinked"]] == ["run-2/train.log"]
+    assert [m["kind"] for m in data["unlinked"][0]["messages"]] == ["resumed", "finished"]
 
 
 FIXTURE_FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file())

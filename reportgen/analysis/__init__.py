@@ -31,14 +31,13 @@ from reportgen.analysis.variance import (
     campaign_variance,
     explain,
 )
+from reportgen.analysis.status import RunStatus, run_status
 from reportgen.analysis.verdicts import (
-    RunStatus,
     VariantResult,
     Verdict,
     after_stops,
     assign_variants,
     campaign_verdict,
-    run_status,
     variant_results,
 )
 from reportgen.model import Campaign, Evidence
@@ -114,7 +113,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     windows = non_finite(campaign)
     ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, checkpoints)
     statuses = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
-    results = variant_results(plan, campaign, run_variants, statuses)
+    results = variant_results(plan, campaign, run_variants, statuses, ledger)
     run_times = {run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()}
     saves = [op for op in campaign.checkpoint_ops if op.op == "save" and op.seconds is not None]
     measured = [t.gpu_hours for t in run_times.values() if t.gpu_hours is not None]

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from reportgen.analysis.checkpoints import Location, locate
-from reportgen.analysis.verdicts import RunStatus, VariantResult
+from reportgen.analysis.status import RunStatus
+from reportgen.analysis.verdicts import VariantResult
 from reportgen.model import Campaign, same_path
 from reportgen.plan.schema import Plan
 from reportgen.verify import DeliverableCheck
@@ -67,7 +68,7 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
             status = statuses.get(entry.run)
             if status is None:
                 reasons.append(f"produced by run '{entry.run}', which is not in the logs")
-            elif status.status in ("stopped", "interrupted"):
+            elif status.status == "interrupted" or status.stopped_by_rule:
                 reasons.append(f"produced by run '{entry.run}', which was {status.status} ({status.reason}): "
                                "not an approved result (R10)")
         if entry.variant is not None:

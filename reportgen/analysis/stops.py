@@ -290,8 +290,16 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
     `interrupted` maps each run that did not reach its end to when it was last seen and the
     evidence of the interruption.
     """
+    # An evaluation run has no stops of its own: its values count for the run it evaluates.
+    attached = campaign.evaluated_by()
     metrics_by_run = campaign.metrics_by_run()
     frames = campaign.frames_by_run()
+    for trained, evaluations in attached.items():
+        parts = [frames[r] for r in [trained, *evaluations] if r in frames]
+        if parts:
+            frames[trained] = pd.concat(parts, ignore_index=True, sort=False)
+        metrics_by_run[trained] = sorted({m for r in [trained, *evaluations] for m in metrics_by_run.get(r, [])})
+        windows = {**windows, trained: [w for r in [trained, *evaluations] for w in windows.get(r, [])]}
     messages: dict[str, list[LogMessage]] = {}
     for message in campaign.messages:
         if message.run is not None:
@@ -300,7 +308,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
     notices: list[Notice] = []
     reports: list[RuleReport] = []
     for rule in plan.stop_rules:
-        applies = [r for r in campaign.runs if _rule_applies(rule, run_variants.get(r))]
+        applies = [r for r, run in campaign.runs.items() if run.kind == "training" and _rule_applies(rule, run_variants.get(r))]
         fired: list[str] = []
         checked: list[str] = []  # runs whose logs could show the rule's condition
         for run_id in applies:
@@ -368,7 +376,7 @@ def _basis(rule: StopRule, plan: Plan, checked: bool) -> str:
 def _merge(plan: Plan, campaign: Campaign, evaluated: dict[tuple[str, str], Firing]) -> list[Stop]:
     kinds = {rule.id: rule.kind for rule in plan.stop_rules}
     stops: dict[tuple[str, str], Stop] = {}
-    for logged in sorted(campaign.stops, key=lambda s: (s.at, s.evidence)):
+    for logged in sorted(campaign.stops, key=lambda s: (s.at is None, s.at.timestamp() if s.at else 0.0, s.evidence)):
         rule = logged.rule or "unnamed"
         key = (logged.run, rule)
         n = 2

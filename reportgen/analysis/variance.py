@@ -40,7 +40,7 @@ from reportgen.analysis.schedule import (
     run_evidence,
     runs_matching,
 )
-from reportgen.analysis.verdicts import RunStatus
+from reportgen.analysis.status import RunStatus
 from reportgen.model import (
     Campaign,
     CheckpointOp,

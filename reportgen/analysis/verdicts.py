@@ -7,14 +7,13 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from reportgen.analysis.stops import Stop, first_stop
+from reportgen.analysis.status import STOPPED_BY_RULE, RunStatus
+from reportgen.analysis.stops import Ledger, Stop, first_stop
 from reportgen.model import (
-    FATAL_MESSAGES,
     Campaign,
     Evaluation,
     Evidence,
     LoggedDecision,
-    Run,
 )
 from reportgen.plan.schema import Plan, Variant
 
@@ -22,16 +21,9 @@ DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}
 
 
 @dataclass
-class RunStatus:
-    status: str  # completed | stopped | interrupted | unknown
-    reason: str
-    evidence: list[Evidence] = field(default_factory=list)
-
-
-@dataclass
 class VariantResult:
     variant: Variant
-    verdict: str  # passed | failed | stopped | not_run | dropped
+    verdict: str  # passed | failed | stopped | not_run | not_evaluated | dropped
     reason: str
     runs: list[str]
     value: float | None = None
@@ -45,11 +37,14 @@ class Verdict:
 
 
 def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | None], list[tuple[Evidence | None, str]]]:
-    """Which variant each run belongs to: the run's own word first, then the plan's globs."""
+    """Which variant each run belongs to: the run's own word first, then the plan's globs; an
+    evaluation run belongs to the variant of the run it evaluates."""
     known = {v.id for v in plan.variants}
     mapping: dict[str, str | None] = {}
     problems: list[tuple[Evidence | None, str]] = []
     for run_id, run in campaign.runs.items():
+        if run.evaluates is not None:
+            continue
         matches = [v.id for v in plan.variants if any(fnmatch.fnmatchcase(run_id, p) for p in v.runs)]
         where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
         if run.variant is not None:
@@ -60,49 +55,10 @@ def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | Non
         if len(matches) > 1:
             problems.append((where, f"run '{run_id}' matches the run patterns of several variants: {', '.join(matches)}"))
         mapping[run_id] = matches[0] if matches else None
-    return mapping, problems
-
-
-def run_status(run: Run, campaign: Campaign) -> RunStatus:
-    """completed, stopped (a stop was logged), interrupted (it never reached its end) or unknown.
-
-    Native start/end events decide first; then what other formats say about the whole run
-    (a Trainer's final summary, an MLflow status, a Lightning max_steps reached), then text logs
-    (a traceback, an out-of-memory error or a kill ends a run that no source saw finish).
-    """
-    stops = [s for s in campaign.stops if s.run == run.id]
-    if stops:
-        first = min(stops, key=lambda s: s.at)
-        return RunStatus("stopped", first.reason, [s.evidence for s in stops])
-    if run.end_status is not None:
-        end = [run.end_evidence] if run.end_evidence else []
-        if run.end_status == "completed":
-            return RunStatus("completed", "the run logged its end", end)
-        if run.end_status == "stopped":
-            return RunStatus("stopped", "the run ended with status 'stopped'", end)
-        return RunStatus("interrupted", f"the run ended with status '{run.end_status}'", end)
-    messages = [m for m in campaign.messages if m.run == run.id]
-    completed = [f for f in run.facts if f.status == "completed"]
-    finished = [m for m in messages if m.kind == "finished"]
-    if completed or finished:
-        reason = completed[0].reason if completed else finished[0].message
-        return RunStatus("completed", reason or "a source records the end of training",
-                         [f.evidence for f in completed] + [m.evidence for m in finished])
-    fatal = [m for m in messages if m.kind in FATAL_MESSAGES]
-    if fatal:
-        return RunStatus("interrupted", fatal[-1].message, [m.evidence for m in fatal])
-    interrupted = [f for f in run.facts if f.status == "interrupted"]
-    if interrupted:
-        return RunStatus("interrupted", interrupted[0].reason or "a source shows the run did not finish",
-                         [f.evidence for f in interrupted])
-    if any(e.kind == "start" for e in campaign.run_events if e.run == run.id):
-        seen = [run.start_evidence] if run.start_evidence else []
-        return RunStatus("interrupted", "the run started but never logged its end", seen)
-    if run.facts or messages:
-        formats = ", ".join(run.formats) or "its sources"
-        return RunStatus("unknown", f"no source records whether it finished ({formats} keep no end marker)",
-                         [f.evidence for f in run.facts])
-    return RunStatus("unknown", "neither a start nor an end was logged", [])
+    for run_id, run in campaign.runs.items():
+        if run.evaluates is not None:
+            mapping[run_id] = mapping.get(run.evaluates)
+    return dict(sorted(mapping.items())), problems
 
 
 def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
@@ -116,17 +72,17 @@ def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
     first = first_stop([s for s in stops if s.evaluated is not None])
     if first is None or first.evaluated is None:
         return logged
-    if logged.status == "stopped":
+    if logged.stopped_by_rule:
         logged_steps = [s.logged.step for s in stops if s.logged is not None and s.logged.step is not None]
         if first.evaluated.step is not None and logged_steps and first.evaluated.step < min(logged_steps):
             return RunStatus("stopped", f"{logged.reason}; the logs meet {first.rule} earlier, at step "
                              f"{first.evaluated.step}", logged.evidence + first.evaluated.evidence)
         return logged
-    if logged.status not in ("completed", "unknown"):
+    if logged.status not in ("completed", "unknown") and not (logged.status == "stopped" and not logged.stopped_by_rule):
         return logged
     went_on = "; the run itself went on to its end" if logged.status == "completed" else ""
     return RunStatus("stopped", f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",
-                     first.evaluated.evidence + logged.evidence)
+                     first.evaluated.evidence + logged.evidence, by=STOPPED_BY_RULE)
 
 
 def meets(value: float, threshold: float, direction: str) -> bool:
@@ -145,32 +101,42 @@ def _drop_decision(variant_id: str, decisions: list[LoggedDecision]) -> LoggedDe
 
 
 def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None],
-                    statuses: dict[str, RunStatus]) -> list[VariantResult]:
-    """R1/R10: a variant passes on the final evaluation of a completed run; stopped runs never pass."""
+                    statuses: dict[str, RunStatus], ledger: Ledger) -> list[VariantResult]:
+    """R1/R10: a variant passes on the final evaluation of a run that reached its end (completed, or
+    stopped by its own training loop), its evaluation runs' values included; runs stopped by a rule
+    never pass. A variant is `stopped` only when the ledger names a stop of its runs, and
+    `not_evaluated` when no run of it that reached its end carries a value of the quality metric."""
     quality = plan.quality
     results = []
+    evaluated_by = campaign.evaluated_by()
     for variant in plan.variants:
-        run_ids = [r for r, v in run_variants.items() if v == variant.id]
+        run_ids = [r for r, v in run_variants.items() if v == variant.id and campaign.runs[r].kind == "training"]
         drop = _drop_decision(variant.id, campaign.decisions)
-        completed = [r for r in run_ids if statuses[r].status == "completed"]
-        evaluations = [e for e in campaign.evaluations if e.run in run_ids]
-        final = _final_evaluation([e for e in evaluations if e.run in completed], quality.metric)
+        ended = [r for r in run_ids if statuses[r].status == "completed"
+                 or (statuses[r].status == "stopped" and not statuses[r].stopped_by_rule)]
+        counted = {r: r for r in run_ids} | {e: r for r in run_ids for e in evaluated_by.get(r, [])}
+        evaluations = [e for e in campaign.evaluations if e.run in counted]
+        final = _final_evaluation([e for e in evaluations if counted[e.run] in ended], quality.metric)
         shown = final or _final_evaluation(evaluations, quality.metric)
         value = shown.metrics[quality.metric] if shown else None
         evidence = [shown.evidence] if shown else []
         op = ">=" if quality.direction == "higher" else "<="
+        stops = [s for r in run_ids for s in ledger.for_run(r)]
         if final is None and drop:  # R3: dropped at a decision point, not failed
             verdict, reason = "dropped", f"dropped at {drop.point}: {drop.reason or drop.decision}"
             evidence = evidence + [drop.evidence]
         elif not run_ids:
             verdict, reason = "not_run", "no run of this variant was found in the logs"
+        elif final is None and stops:
+            verdict = "stopped"
+            reason = "; ".join(f"{s.run}: {s.rule or 'stop'} ({s.reason})" for s in stops)
+            evidence = evidence + [e for s in stops for e in s.evidence]
         elif final is None:
-            if completed:
-                verdict, reason = "failed", f"no completed run evaluated {quality.metric}"
-            else:
-                verdict = "stopped"
-                reason = "; ".join(f"{r}: {statuses[r].status} ({statuses[r].reason})" for r in run_ids)
-                evidence = evidence + [e for r in run_ids for e in statuses[r].evidence]
+            verdict = "not_evaluated"
+            how = "; ".join(f"{r}: {statuses[r].status}" for r in run_ids)
+            reason = (f"no run of it that reached its end carries a value of {quality.metric} ({how})" if ended or shown
+                      else f"no run of it reached its end with a value of {quality.metric} ({how})")
+            evidence = evidence + [e for r in run_ids for e in statuses[r].evidence]
         elif not math.isfinite(value):
             verdict, reason = "failed", f"final {quality.metric} is {value}"
         elif meets(value, quality.threshold, quality.direction):

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pandas as pd
 
 from reportgen.errors import InputError
-from reportgen.ingest import bench, formats
+from reportgen.ingest import bench, formats, identity
+from reportgen.ingest.identity import config_id
 from reportgen.model import (
     Campaign,
     Checkpoint,
@@ -48,12 +47,6 @@ def iter_files(root: Path) -> Iterator[Path]:
             yield Path(folder) / name
 
 
-def config_id(config: dict) -> str:
-    """A short stable hash of a run's configuration (R10: a changed config needs a new id)."""
-    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
-
-
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model; bad records become problems."""
     if not logs.exists():
@@ -81,9 +74,9 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
             _unread(campaign, rel, f"cannot be read: {exc.strerror}")
             continue
         found[rel] = (path, head)
-    readings = formats.read_all(logs, found, progress)
+    scanned = formats.read_all(logs, found, progress)
     frames = []
-    for reading in readings:
+    for reading in scanned.readings:
         campaign.inputs.extend(reading.inputs)
         frames.extend(f for f in reading.frames if len(f))
         _add_events(campaign, reading.events)
@@ -92,8 +85,15 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         metrics = pd.concat(frames, ignore_index=True, sort=False)
         metrics["path"] = metrics["path"].astype(str)
         metrics["run"] = metrics["run"].astype(str)
-        campaign.metrics = metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
+        campaign.metrics = metrics
+    # Which sources are one run is decided before the runs are built, then what needs whole runs.
+    merged = identity.merge(campaign, scanned.sources, scanned.notes)
+    identity.rename(campaign, merged.renames, scanned.text_logs)
+    campaign.problems.extend(merged.problems)
+    if len(campaign.metrics):
+        campaign.metrics = campaign.metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
     _build_runs(campaign)
+    identity.link(campaign, merged, scanned.sources, scanned.text_logs)
     return campaign
 
 
@@ -164,7 +164,6 @@ def _build_runs(campaign: Campaign) -> None:
 
     for facts in sorted(campaign.run_facts, key=lambda f: (f.run, f.format, f.evidence)):
         _merge_facts(campaign, _run(campaign, facts.run), facts)
-    _link_resumes(campaign)
     _attribute_benchmarks(campaign)
 
     others = [*campaign.evaluations, *(op for op in campaign.checkpoint_ops if op.run is not None), *campaign.stops,
@@ -213,23 +212,6 @@ def _build_runs(campaign: Campaign) -> None:
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 
-def _checkpoint_named(target: str, checkpoints: list[Checkpoint]) -> Checkpoint | None:
-    """The checkpoint under LOGS a path from the training machine names: the longest common ending.
-
-    At least the checkpoint's own name and its folder must match (`run-1/checkpoint-20`).
-    """
-    parts = PurePosixPath(target.replace("\\", "/")).parts
-    best, best_len = None, 1
-    for check in checkpoints:
-        own = PurePosixPath(check.path).parts
-        common = 0
-        while common < min(len(own), len(parts)) and own[-1 - common] == parts[-1 - common]:
-            common += 1
-        if common > best_len:
-            best, best_len = check, common
-    return best
-
-
 def _attribute_benchmarks(campaign: Campaign) -> None:
     """A benchmark record that names no run belongs to the run whose checkpoint its path names."""
     owners = [(c.path, c.run) for c in campaign.checkpoints]
@@ -244,17 +226,6 @@ def _attribute_benchmarks(campaign: Campaign) -> None:
             why = f"several runs ({', '.join(runs)})" if runs else "no checkpoint or save in the logs"
             message = f"checkpoint '{item.path}' matches {why}: its {item.op} is not counted for any run; give the record a 'run'"
             campaign.problems.append((item.evidence, message))
-
-
-def _link_resumes(campaign: Campaign) -> None:
-    """A text log that names the checkpoint it restored from links its run to that checkpoint's run."""
-    for message in sorted(campaign.messages, key=lambda m: m.evidence):
-        if message.kind != "resumed" or message.run is None or not message.target:
-            continue
-        check = _checkpoint_named(message.target, campaign.checkpoints)
-        if check is not None and check.run != message.run:
-            run = _run(campaign, message.run)
-            run.resumes = run.resumes or check.run
 
 
 def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:

@@ -1,15 +1,18 @@
-"""Recognise every file under LOGS by content and folder layout, and give each one its run.
+"""Recognise every file under LOGS by content and folder layout, and give each one its source.
 
-Run ids come from the logs: the run ids inside native events, a Trainer output folder's name,
-`<name>/version_N` for a Lightning logger folder, an MLflow run's name, the folder of a
-TensorBoard file. A file inside a run's folder (TensorBoard events in a Trainer folder, a
-train.log beside them) belongs to that run, so one run described by several formats is one run.
+A source is what one reader describes as one run: a Trainer output folder, a Lightning version
+folder, an MLflow run, a TensorBoard folder outside every run folder, a native run id. Files
+inside a run folder (TensorBoard events in a Trainer folder, a train.log beside them) belong to
+that folder's source. Which sources are one run, which run continues which, and which run a
+captured log outside every run folder belongs to is decided afterwards, from evidence, by
+ingest/identity.py; here every source gets a provisional key and the name it would propose.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from reportgen.ingest import (
@@ -22,8 +25,10 @@ from reportgen.ingest import (
     tensorboard,
     textlog,
 )
-from reportgen.ingest.common import Reading
+from reportgen.ingest.common import LFS_FORMAT, Reading, lfs_pointer
+from reportgen.ingest.identity import Source, TextLog
 from reportgen.model import (
+    Decision,
     Evaluation,
     Evidence,
     InputFile,
@@ -37,8 +42,20 @@ VERSION_DIR = re.compile(r"^version_(\d+)$")
 GENERIC_STEMS = {"train", "training", "stdout", "stderr", "log", "logs", "output", "out", "err", "nohup", "console", "run"}
 
 
+@dataclass
+class Scanned:
+    """Everything read from LOGS, with the sources and captured logs identity decides about."""
+
+    readings: list[Reading]
+    sources: dict[str, Source]
+    text_logs: list[TextLog]
+    notes: list[tuple[str, Decision]] = field(default_factory=list)  # decisions a reader made within one source
+
+
 def _kind(rel: str, head: bytes) -> str | None:
     name = PurePosixPath(rel).name
+    if lfs_pointer(head):
+        return "lfs"
     if native.sniff(head):
         return "native"
     if bench.sniff(head):
@@ -81,7 +98,7 @@ def _parent(folder: str) -> str:
     return "" if parent == "." else parent
 
 
-def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str], None] | None) -> list[Reading]:
+def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str], None] | None) -> Scanned:
     """Read every file found under LOGS (path -> (file, first bytes)); each file is read once."""
     scan = _Scan(logs, found, progress)
     scan.native()
@@ -93,8 +110,9 @@ def read_all(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callabl
     scan.tensorboard()
     scan.text_logs()
     scan.deliverable_files()
+    scan.pointers()
     scan.the_rest()
-    return scan.readings
+    return Scanned(scan.readings, scan.sources, scan.texts, scan.notes)
 
 
 class _Scan:
@@ -105,22 +123,25 @@ class _Scan:
         self.kinds = {rel: _kind(rel, head) for rel, (_path, head) in found.items()}
         self.readings: list[Reading] = []
         self.claimed: set[str] = set()
+        self.sources: dict[str, Source] = {}
+        self.texts: list[TextLog] = []
+        self.notes: list[tuple[str, Decision]] = []
         self.hf_dirs, self.pl_dirs = self._run_folders()
-        self.run_dirs = {**self.pl_dirs, **self.hf_dirs}  # folder -> run id
+        self.run_dirs = {**self.pl_dirs, **self.hf_dirs}  # folder -> source key
         self.native_runs: dict[str, set[str]] = {}  # folder -> runs named in its native event logs
         self.entries: list[ManifestEntry] = []  # deliverables manifests' entries
-        self.pl_limits: dict[str, tuple[RunFacts, int | None]] = {}  # Lightning run -> its facts and max_steps
+        self.pl_limits: dict[str, tuple[RunFacts, int | None]] = {}  # Lightning source -> its facts and max_steps
 
     def done(self, rel: str) -> None:
         self.claimed.add(rel)
         if self.progress:
             self.progress(rel)
 
-    def files(self, kind: str) -> list[str]:
+    def files(self, kind: str | None) -> list[str]:
         return sorted(rel for rel, k in self.kinds.items() if k == kind and rel not in self.claimed)
 
     def owner(self, rel: str) -> str | None:
-        """The run whose folder holds rel."""
+        """The source whose run folder holds rel."""
         return next((self.run_dirs[f] for f in _parents(rel) if f in self.run_dirs), None)
 
     def _run_folders(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -132,29 +153,47 @@ class _Scan:
                 hf_dirs.setdefault(_parent(folder) if hf.CHECKPOINT_DIR.match(_name(folder)) else folder, "")
         pl_dirs: dict[str, str] = {}
         for rel, kind in self.kinds.items():
-            if kind not in ("lightning-metrics", "hparams", "ckpt"):
+            name = PurePosixPath(rel).name
+            if kind not in ("lightning-metrics", "hparams", "ckpt") and not (kind == "lfs" and name.endswith(".ckpt")):
                 continue
             folder = _parents(rel)[0]
-            if kind == "ckpt" and _name(folder) == "checkpoints":
+            if kind in ("ckpt", "lfs") and _name(folder) == "checkpoints":
                 folder = _parent(folder)
             if folder in hf_dirs:
                 continue
-            if kind == "lightning-metrics" and PurePosixPath(rel).name != "metrics.csv" and not VERSION_DIR.match(_name(folder)):
+            if kind == "lightning-metrics" and name != "metrics.csv" and not VERSION_DIR.match(_name(folder)):
                 continue
             pl_dirs.setdefault(folder, "")
-        _name_runs(hf_dirs, lambda f: _name(f) or "logs")
-        _name_runs(pl_dirs, lambda f: f"{_name(_parent(f)) or 'logs'}/{_name(f)}" if VERSION_DIR.match(_name(f))
-                   else (_name(f) or "logs"))
+        for folder in hf_dirs:
+            hf_dirs[folder] = key = f"{hf.FORMAT}:{folder or '.'}"
+            self.sources[key] = Source(key, hf.FORMAT, _name(folder) or "logs", self._shown_by(folder, (hf.STATE,)),
+                                       folder=folder)
+        for folder in pl_dirs:
+            pl_dirs[folder] = key = f"{lightning.FORMAT}:{folder or '.'}"
+            version = VERSION_DIR.match(_name(folder))
+            name = f"{_name(_parent(folder)) or 'logs'}/{_name(folder)}" if version else (_name(folder) or "logs")
+            self.sources[key] = Source(key, lightning.FORMAT, name, self._shown_by(folder, ("metrics.csv", "hparams.yaml")),
+                                       folder=folder, version_name=name if version else None)
         return hf_dirs, pl_dirs
+
+    def _shown_by(self, folder: str, names: tuple[str, ...]) -> Evidence:
+        """The file that stands for a run folder in evidence: the first of `names` it holds, else its first file."""
+        prefix = f"{folder}/" if folder else ""
+        for name in names:
+            if prefix + name in self.found:
+                return Evidence(prefix + name)
+        inside = sorted(rel for rel in self.found if rel.startswith(prefix))
+        return Evidence(inside[0] if inside else folder or ".")
 
     def native(self) -> None:
         """Native event logs name their runs inside; their folders name the runs for text logs."""
         for rel in self.files("native"):
             log = native.read(self.found[rel][0], rel)
             self.readings.append(Reading([log.input], [log.metrics], log.events))
-            runs = self.native_runs.setdefault(_parents(rel)[0], set())
-            runs.update(e.run for e in log.events if getattr(e, "run", None))
-            runs.update(str(r) for r in log.metrics["run"].unique())
+            named = {e.run for e in log.events if getattr(e, "run", None)} | {str(r) for r in log.metrics["run"].unique()}
+            self.native_runs.setdefault(_parents(rel)[0], set()).update(named)
+            for run in sorted(named):
+                self.sources.setdefault(run, Source(run, native.FORMAT, run, Evidence(rel), declared=True))
             self.done(rel)
 
     def benchmarks(self) -> None:
@@ -181,40 +220,37 @@ class _Scan:
             prefix = PurePosixPath(path).as_posix()
             for other in sorted(self.found):
                 if other not in self.claimed and (other == prefix or other.startswith(prefix + "/")):
-                    self.readings.append(Reading([InputFile(other, kind, records=1)]))
+                    pointer = lfs_pointer(self.found[other][1])
+                    info = InputFile(other, LFS_FORMAT if pointer else kind, records=0 if pointer else 1)
+                    if pointer:
+                        info.problem(None, pointer)
+                    self.readings.append(Reading([info]))
                     self.done(other)
 
     def trainer_folders(self) -> None:
-        for folder, run in sorted(self.hf_dirs.items()):
-            self.readings.append(_read_hf(self.logs, folder, run, self.found, self.kinds, self.done))
+        for folder, key in sorted(self.hf_dirs.items()):
+            self.readings.append(self._read_hf(folder, key))
 
     def lightning_folders(self) -> None:
-        """Each version folder; a later version that starts past step 0 resumes the one before it."""
-        previous: dict[str, tuple[str, RunFacts]] = {}
-        for folder, run in sorted(self.pl_dirs.items(), key=lambda item: _version_order(item[0])):
-            reading, limit = _read_lightning(self.logs, folder, run, self.found, self.kinds, self.done)
+        """Each version folder on its own: which version continues which is decided from evidence, later."""
+        for folder, key in sorted(self.pl_dirs.items()):
+            reading, limit = self._read_lightning(folder, key)
             self.readings.append(reading)
             facts = next(e for e in reading.events if isinstance(e, RunFacts))
-            self.pl_limits[run] = (facts, limit)
-            first = min((int(f["step"].min()) for f in reading.frames if len(f)), default=None)
-            parent = _parent(folder)
-            if parent in previous and VERSION_DIR.match(_name(folder)) and first is not None and first > 0:
-                before_run, before = previous[parent]
-                facts.resumes = before_run
-                if before.status is None:
-                    before.status, before.reason = "interrupted", f"resumed by {run}, which starts at step {first}"
-            previous[parent] = (run, facts)
+            self.pl_limits[key] = (facts, limit)
 
     def mlflow(self) -> None:
-        taken: dict[str, dict] = {}  # MLflow run names and their parameters: two runs of one name stay apart
         for rel in self.files("sqlite"):
-            reading = mlflow.read_sqlite(self.found[rel][0], rel, taken)
-            if reading is not None:
+            read = mlflow.read_sqlite(self.found[rel][0], rel)
+            if read is not None:
+                reading, runs = read
                 self.readings.append(reading)
+                self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
                 self.done(rel)
         for rel in self.files("mlflow-run-meta"):
-            reading = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs, taken)
+            reading, run = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs)
             self.readings.append(reading)
+            self._mlflow_sources([run], mlflow.FILES_FORMAT)
             for info in reading.inputs:
                 self.done(info.path)
         for rel in self.files(None):
@@ -222,58 +258,78 @@ class _Scan:
                 self.readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's
                 self.done(rel)
 
+    def _mlflow_sources(self, runs: list[mlflow.MlflowRun], fmt: str) -> None:
+        for run in runs:
+            self.sources[run.key] = Source(run.key, fmt, run.name or run.uuid, run.evidence, params=run.params,
+                                           uuid=run.uuid)
+
     def tensorboard(self) -> None:
-        """In a run's folder a file belongs to that run; elsewhere its folder is the run."""
-        first_steps: dict[str, list[tuple[int, str]]] = {}
+        """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
+        files: dict[str, list[tuple[int, str]]] = {}
         for rel in self.files("tensorboard"):
             owner = self.owner(rel)
-            run = owner or _name(_parents(rel)[0]) or "logs"
-            info, frame = tensorboard.read(self.found[rel][0], rel, run)
+            folder = _parents(rel)[0]
+            key = owner or f"{tensorboard.FORMAT}:{folder or '.'}"
+            if owner is None and key not in self.sources:
+                self.sources[key] = Source(key, tensorboard.FORMAT, _name(folder) or "logs", Evidence(rel), folder=folder)
+            info, frame = tensorboard.read(self.found[rel][0], rel, key)
             if len(frame):
-                first_steps.setdefault(run, []).append((int(frame["step"].min()), rel))
-            facts = RunFacts(run=run, format=tensorboard.FORMAT, evidence=Evidence(rel))
+                files.setdefault(key, []).append((int(frame["step"].min()), rel))
+            facts = RunFacts(run=key, format=tensorboard.FORMAT, evidence=Evidence(rel))
             if info.cut_off and owner is None:
                 facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
             if owner in self.pl_limits and len(frame):
                 self._lightning_reached(owner, int(frame["step"].max()) + 1, rel)
             self.readings.append(Reading([info], [frame], [facts]))
             self.done(rel)
-        for run, starts in first_steps.items():
-            starts.sort()
-            for first, rel in starts[1:]:
-                if first > starts[0][0]:
-                    message = f"a new TensorBoard file starts at step {first}: the run was restarted and resumed"
-                    self.readings.append(Reading(events=[LogMessage(run, "resumed", message, Evidence(rel))]))
+        for key, starts in files.items():
+            self._restarts(key, sorted(starts))
 
-    def _lightning_reached(self, run: str, reached: int, rel: str) -> None:
+    def _restarts(self, key: str, starts: list[tuple[int, str]]) -> None:
+        """A later file of another writer process, starting at a later step, is a restart; one of the
+        same process (a writer reopened for a final evaluation, say) is the same run going on."""
+        first_step, first = starts[0]
+        for step, rel in starts[1:]:
+            same = tensorboard.writer_process(rel)
+            if same is not None and same == tensorboard.writer_process(first):
+                text = (f"{PurePosixPath(rel).name} was written by the same process (host {same[0]}, pid {same[1]}) "
+                        f"as {PurePosixPath(first).name}: one run going on, not a restart")
+                self.notes.append((key, Decision("merged", "same-process", text, (Evidence(first), Evidence(rel)))))
+            elif step > first_step:
+                message = f"a new TensorBoard file of another process starts at step {step}: the run was restarted and resumed"
+                self.readings.append(Reading(events=[LogMessage(key, "resumed", message, Evidence(rel))]))
+
+    def _lightning_reached(self, key: str, reached: int, rel: str) -> None:
         """TensorBoardLogger (Lightning's default) writes no metrics.csv: its events say how far the run got."""
-        facts, limit = self.pl_limits[run]
+        facts, limit = self.pl_limits[key]
         facts.last_step = max(facts.last_step or 0, reached)
         if limit is not None and reached >= limit and facts.status is None:
             facts.status, facts.reason = "completed", f"reached max_steps {limit} (hyperparameters; steps logged in {rel})"
 
     def text_logs(self) -> None:
-        """In a run's folder a log belongs to that run; beside several runs, by session; else by name."""
+        """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
+        linked to a run, or left apart, by identity."""
         for rel in self.files("text"):
-            info, messages = textlog.read(self.found[rel][0], rel)
-            runs = _text_runs(rel, self.run_dirs, self.native_runs)
-            by_session = len(runs) > 1 and bool(messages) and max(m.session for m in messages) == len(runs) - 1
-            if len(runs) == 1 or by_session:
-                for message in messages:
-                    message.run = runs[0] if len(runs) == 1 else runs[message.session]
-                owners = set(runs)
-            elif runs:
-                owners = set()
-                if messages:
-                    info.problem(None, f"beside several runs ({', '.join(runs)}); its messages are not attributed to one run")
-            else:  # a log of its own: named by its file (oom-1.log), or by its folder for train.log and the like
-                stem = PurePosixPath(rel).stem
-                named = stem if stem.lower() not in GENERIC_STEMS else _name(_parents(rel)[0])
-                for message in messages:
-                    message.run = named or None
-                owners = {named} if named and messages else set()
-            facts = [RunFacts(run=run, format=textlog.FORMAT, evidence=Evidence(rel)) for run in sorted(owners)]
-            self.readings.append(Reading([info], [], [*messages, *facts]))
+            info, messages, sessions = textlog.read(self.found[rel][0], rel)
+            folder = _parents(rel)[0]
+            owner = self.owner(rel)
+            natives = self.native_runs.get(folder, set())
+            if owner is None and len(natives) == 1:
+                owner = next(iter(natives))
+            for message in messages:
+                message.run = owner
+            stem = PurePosixPath(rel).stem
+            name = stem if stem.lower() not in GENERIC_STEMS else (_name(folder) or None)
+            self.texts.append(TextLog(rel, folder, sessions, messages, owner, name))
+            self.readings.append(Reading([info], [], list(messages)))
+            self.done(rel)
+
+    def pointers(self) -> None:
+        """Git LFS pointers left where a large file should be: named as such, never read as the file."""
+        for rel in self.files("lfs"):
+            info = InputFile(rel, LFS_FORMAT)
+            info.problem(None, lfs_pointer(self.found[rel][1]) or "a Git LFS pointer")
+            self.readings.append(Reading([info]))
             self.done(rel)
 
     def the_rest(self) -> None:
@@ -284,129 +340,126 @@ class _Scan:
             self.readings.append(Reading([InputFile(rel, fmt, records=0 if fmt is None else 1)]))
             self.done(rel)
 
+    def _pointer(self, rel: str) -> str | None:
+        return lfs_pointer(self.found[rel][1]) if self.kinds.get(rel) == "lfs" else None
 
-def _name_runs(dirs: dict[str, str], name_of: Callable[[str], str]) -> None:
-    """Name each run folder; two folders with the same name keep their paths to stay apart."""
-    names: dict[str, list[str]] = {}
-    for folder in dirs:
-        names.setdefault(name_of(folder), []).append(folder)
-    for name, folders in names.items():
-        for folder in folders:
-            dirs[folder] = name if len(folders) == 1 else (folder or name)
+    def _read_hf(self, folder: str, run: str) -> Reading:
+        reading = Reading()
+        found, kinds = self.found, self.kinds
+        prefix = f"{folder}/" if folder else ""
+        members = {rel for rel in found if rel.startswith(prefix)}
+        checkpoints: dict[str, set[str]] = {}
+        for rel in members:
+            parts = rel[len(prefix):].split("/")
+            if len(parts) == 2 and hf.CHECKPOINT_DIR.match(parts[0]):
+                checkpoints.setdefault(parts[0], set()).add(parts[1])
+        pointers = {rel for rel in members if kinds.get(rel) == "lfs"}
+        found_checkpoints = []
+        for name in sorted(checkpoints, key=lambda n: int(hf.CHECKPOINT_DIR.match(n).group(1))):
+            held = {n for n in checkpoints[name] if f"{prefix}{name}/{n}" in pointers}
+            found_checkpoints.append(hf.checkpoint(self.logs / prefix / name, prefix + name, run, checkpoints[name], held))
+        reading.events += found_checkpoints
+        by_path = {c.path: c for c in found_checkpoints}
 
+        final = prefix + hf.STATE if prefix + hf.STATE in found and prefix + hf.STATE not in pointers else None
+        latest = next((f"{c.path}/{hf.STATE}" for c in reversed(found_checkpoints)
+                       if f"{c.path}/{hf.STATE}" in found and f"{c.path}/{hf.STATE}" not in pointers), None)
+        main_state = final or latest
+        final_step: int | None = None
+        config: dict = {}
+        for rel in sorted(members):
+            kind = kinds.get(rel)
+            if kind == "lfs":
+                info = InputFile(rel, LFS_FORMAT)
+                info.problem(None, self._pointer(rel) or "a Git LFS pointer")
+                reading.inputs.append(info)
+                self.done(rel)
+            elif kind == "hf-state":
+                info, rows, events, parsed = hf.read_state(found[rel][0], rel, run)
+                reading.inputs.append(info)
+                holder = by_path.get(_parents(rel)[0])
+                if holder is not None:
+                    holder.history = parsed.get("history")
+                if rel == main_state:
+                    reading.frames.append(rows.frame())
+                    reading.events += events
+                    facts, stop = hf.state_facts(run, rel, parsed, {PurePosixPath(c.path).name: c.path for c in found_checkpoints})
+                    if final is None:
+                        facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
+                    else:
+                        final_step = facts.last_step
+                    reading.events.append(facts)
+                    if stop is not None:
+                        reading.events.append(stop)
+                self.done(rel)
+            elif kind == "hf-adapter" and rel == prefix + "adapter_config.json":
+                info, adapter = hf.read_adapter(found[rel][0], rel)
+                reading.inputs.append(info)
+                config.update(adapter)
+                self.done(rel)
+        top = {rel[len(prefix):] for rel in members if "/" not in rel[len(prefix):]}
+        saved = hf.final_model(folder, run, top, final_step, {n for n in top if prefix + n in pointers})
+        if saved is not None:
+            reading.events.append(saved)
+        if main_state is None:
+            reading.events.append(RunFacts(run=run, format=hf.FORMAT, evidence=self._shown_by(folder, ()),
+                                           reason="checkpoint folders but no readable trainer_state.json anywhere"))
+        if config:
+            reading.events.append(RunFacts(run=run, format=hf.FORMAT, evidence=Evidence(prefix + "adapter_config.json"),
+                                           config=config))
+        return reading
 
-def _text_runs(rel: str, run_dirs: dict[str, str], native_runs: dict[str, set[str]]) -> list[str]:
-    """The runs a text log is about: its folder's run, or the runs in the folders below its own."""
-    for folder in _parents(rel):
-        if folder in run_dirs:
-            return [run_dirs[folder]]
-        if len(native_runs.get(folder, ())) == 1:
-            return sorted(native_runs[folder])
-        if folder:
-            below = [r for f, r in sorted(run_dirs.items(), key=lambda item: _version_order(item[0]))
-                     if f.startswith(folder + "/")]
-            if below:
-                return below
-    return []
-
-
-def _version_order(folder: str) -> tuple:
-    match = VERSION_DIR.match(_name(folder))
-    return (_parent(folder), int(match.group(1)) if match else -1, folder)
-
-
-def _read_hf(logs: Path, folder: str, run: str, found, kinds, done) -> Reading:
-    reading = Reading()
-    prefix = f"{folder}/" if folder else ""
-    members = {rel for rel in found if rel.startswith(prefix)}
-    checkpoints = {}
-    for rel in members:
-        parts = rel[len(prefix):].split("/")
-        if len(parts) == 2 and hf.CHECKPOINT_DIR.match(parts[0]):
-            checkpoints.setdefault(parts[0], set()).add(parts[1])
-    found_checkpoints = []
-    for name in sorted(checkpoints, key=lambda n: int(hf.CHECKPOINT_DIR.match(n).group(1))):
-        found_checkpoints.append(hf.checkpoint(logs / prefix / name, prefix + name, run, checkpoints[name]))
-    reading.events += found_checkpoints
-
-    final = prefix + hf.STATE if prefix + hf.STATE in found else None
-    latest = next((f"{c.path}/{hf.STATE}" for c in reversed(found_checkpoints) if hf.STATE in set(c.parts)), None)
-    main_state = final or latest
-    final_step: int | None = None
-    config: dict = {}
-    for rel in sorted(members):
-        kind = kinds.get(rel)
-        if kind == "hf-state":
-            info, rows, events, parsed = hf.read_state(found[rel][0], rel, run)
-            reading.inputs.append(info)
-            if rel == main_state:
-                reading.frames.append(rows.frame())
-                reading.events += events
-                facts = hf.state_facts(run, rel, parsed, {PurePosixPath(c.path).name: c.path for c in found_checkpoints})
-                if final is None:
-                    facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
-                else:
-                    final_step = facts.last_step
-                reading.events.append(facts)
-            done(rel)
-        elif kind == "hf-adapter" and rel == prefix + "adapter_config.json":
-            info, adapter = hf.read_adapter(found[rel][0], rel)
-            reading.inputs.append(info)
-            config.update(adapter)
-            done(rel)
-    top = {rel[len(prefix):] for rel in members if "/" not in rel[len(prefix):]}
-    saved = hf.final_model(folder, run, top, final_step)
-    if saved is not None:
-        reading.events.append(saved)
-    if main_state is None:
-        reading.events.append(RunFacts(run=run, format=hf.FORMAT, evidence=Evidence(folder), status="interrupted",
-                                       reason="checkpoint folders but no trainer_state.json anywhere"))
-    if config:
-        reading.events.append(RunFacts(run=run, format=hf.FORMAT, evidence=Evidence(prefix + "adapter_config.json"),
-                                       config=config))
-    return reading
-
-
-def _read_lightning(logs: Path, folder: str, run: str, found, kinds, done) -> tuple[Reading, int | None]:
-    """A Lightning version folder, and the max_steps its hyperparameters name (None if none)."""
-    reading = Reading()
-    prefix = f"{folder}/" if folder else ""
-    hparams: dict = {}
-    last_metric_step = None
-    checkpoint_steps = []
-    for rel in sorted(r for r in found if r.startswith(prefix)):
-        kind = kinds.get(rel)
-        if kind == "lightning-metrics":
-            info, rows, evals = lightning.read_metrics(found[rel][0], rel, run)
-            reading.inputs.append(info)
-            frame = rows.frame()
-            reading.frames.append(frame)
-            if len(frame):
-                last_metric_step = int(frame["step"].max())
-            reading.events += [Evaluation(run, step, None, ev, metrics) for step, ev, metrics in evals]
-            done(rel)
-        elif kind == "hparams" and rel == prefix + "hparams.yaml":
-            info, hparams = lightning.read_hparams(found[rel][0], rel)
-            reading.inputs.append(info)
-            done(rel)
-        elif kind == "ckpt":
-            info, check, check_hparams = lightning.read_checkpoint(found[rel][0], rel, run)
-            reading.inputs.append(info)
-            if check is not None:
-                reading.events.append(check)
-                if check.step is not None:
-                    checkpoint_steps.append((check.step, rel, check_hparams))
-            done(rel)
-    limit = lightning.max_steps(hparams) or next((lightning.max_steps(h) for _s, _r, h in checkpoint_steps if lightning.max_steps(h)), None)
-    shown_by = next((prefix + name for name in ("metrics.csv", "hparams.yaml") if prefix + name in found), folder)
-    facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(shown_by), config={"hparams": hparams} if hparams else None)
-    reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []), default=None)
-    if limit is not None and reached is not None and reached >= limit:
-        facts.status = "completed"
-        facts.reason = f"reached max_steps {limit} (hyperparameters)"
-        best = max(checkpoint_steps, default=None)
-        if best is not None and best[0] >= limit:
-            facts.evidence = Evidence(best[1])
-    facts.last_step = reached
-    reading.events.append(facts)
-    return reading, limit
+    def _read_lightning(self, folder: str, run: str) -> tuple[Reading, int | None]:
+        """A Lightning version folder, and the max_steps its hyperparameters name (None if none)."""
+        reading = Reading()
+        found, kinds = self.found, self.kinds
+        prefix = f"{folder}/" if folder else ""
+        hparams: dict = {}
+        last_metric_step = None
+        checkpoint_steps = []
+        for rel in sorted(r for r in found if r.startswith(prefix)):
+            kind = kinds.get(rel)
+            if kind == "lightning-metrics":
+                info, rows, evals = lightning.read_metrics(found[rel][0], rel, run)
+                reading.inputs.append(info)
+                frame = rows.frame()
+                reading.frames.append(frame)
+                if len(frame):
+                    last_metric_step = int(frame["step"].max())
+                reading.events += [Evaluation(run, step, None, ev, metrics) for step, ev, metrics in evals]
+                self.done(rel)
+            elif kind == "hparams" and rel == prefix + "hparams.yaml":
+                info, hparams = lightning.read_hparams(found[rel][0], rel)
+                reading.inputs.append(info)
+                self.done(rel)
+            elif kind == "ckpt":
+                info, check, check_hparams = lightning.read_checkpoint(found[rel][0], rel, run)
+                reading.inputs.append(info)
+                if check is not None:
+                    reading.events.append(check)
+                    if check.step is not None:
+                        checkpoint_steps.append((check.step, rel, check_hparams))
+                self.done(rel)
+            elif kind == "lfs" and rel.endswith(".ckpt"):
+                pointer = self._pointer(rel) or "a Git LFS pointer"
+                info = InputFile(rel, LFS_FORMAT)
+                info.problem(None, pointer)
+                reading.inputs.append(info)
+                reading.events.append(lightning.pointer_checkpoint(rel, run, pointer))
+                self.done(rel)
+        limit = lightning.max_steps(hparams) or next((lightning.max_steps(h) for _s, _r, h in checkpoint_steps
+                                                      if lightning.max_steps(h)), None)
+        shown_by = next((prefix + name for name in ("metrics.csv", "hparams.yaml") if prefix + name in found), folder)
+        facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(shown_by or "."),
+                         config={"hparams": hparams} if hparams else None, max_steps=limit)
+        reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []),
+                      default=None)
+        if limit is not None and reached is not None and reached >= limit:
+            facts.status = "completed"
+            facts.reason = f"reached max_steps {limit} (hyperparameters)"
+            best = max(checkpoint_steps, default=None)
+            if best is not None and best[0] >= limit:
+                facts.evidence = Evidence(best[1])
+        facts.last_step = reached
+        reading.events.append(facts)
+        return reading, limit

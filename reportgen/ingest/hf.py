@@ -12,6 +12,7 @@ NaN. Such a loss is kept as NaN here, with the reason, because the run did have 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -27,10 +28,12 @@ from reportgen.ingest.common import (
     read_mapping,
 )
 from reportgen.model import (
+    STOPPED_BY_LOOP,
     Checkpoint,
     Evaluation,
     Evidence,
     InputFile,
+    LoggedStop,
     LogMessage,
     RunFacts,
 )
@@ -83,10 +86,14 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         info.problem(error.lineno, f"unreadable JSON ({error.msg})" + (
             f"; the {len(entries)} complete log_history entries before it are read" if history_at >= 0 else ""))
         info.skipped += 1
+        info.cut_off = error.pos >= len(text.rstrip()) - 1  # the file ends mid-value: its writer was stopped
         if history_at < 0:
             return info, rows, events, {}
     summary = None
     runtime: float | None = None
+    # Each entry's digest: a run resumed into a new folder starts its log_history with its checkpoint's.
+    history = tuple(hashlib.blake2b(json.dumps(entry, sort_keys=True).encode(), digest_size=8).digest()
+                    for _offset, entry in entries)
     for offset, entry in entries:
         line = lines.line(offset)
         if not isinstance(entry, dict):
@@ -116,8 +123,13 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         info.records += 1
         if kind == "eval":
             metrics = {k: v for k, v in values.items() if k.startswith("eval_")}
-            events.append(Evaluation(run, step, None, Evidence(rel, line), metrics))
-    return info, rows, events, {"state": state or {}, "summary_line": summary, "runtime": runtime}
+            seconds = metrics.get("eval_runtime")
+            if seconds is not None and duration_problem(seconds, "eval_runtime") is not None:
+                seconds = None
+            events.append(Evaluation(run, step, None, Evidence(rel, line), metrics, seconds=seconds))
+    early = text.find('"EarlyStoppingCallback"')
+    return info, rows, events, {"state": state or {}, "summary_line": summary, "runtime": runtime, "history": history,
+                                "early_line": lines.line(early) if early >= 0 else None}
 
 
 def _non_finite(value: float | None) -> bool:
@@ -137,9 +149,12 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, str]) -> RunFacts:
-    """Status and best model of a run from its final trainer_state.json (or its last checkpoint's).
+def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, str]) -> tuple[RunFacts, LoggedStop | None]:
+    """How a run ended by its final trainer_state.json (or its last checkpoint's), and its best model.
 
+    Only evidence sets a status: the final training summary or global_step reaching max_steps
+    (completed), EarlyStoppingCallback's state (stopped, by the training loop). Otherwise the
+    status stays unknown and the reason says what the state shows.
     `checkpoint_paths` maps checkpoint folder names (checkpoint-N) to their paths under LOGS, so
     `best_model_checkpoint`, written as a path on the training machine, points into the logs.
     """
@@ -149,15 +164,19 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
     max_steps = _int(state.get("max_steps"))
     should_stop = _dig(state, "stateful_callbacks", "TrainerControl", "args", "should_training_stop")
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step,
-                     seconds=parsed.get("runtime"))
-    if summary_line is not None:
+                     seconds=parsed.get("runtime"), max_steps=max_steps if max_steps and max_steps > 0 else None,
+                     history=parsed.get("history"))
+    stop = _early_stop(run, rel, parsed, state, global_step, max_steps, should_stop)
+    of = f" of {max_steps}" if max_steps else ""
+    if stop is not None:
+        facts.status, facts.reason = "stopped", stop.reason
+        facts.evidence = stop.evidence
+    elif summary_line is not None:
         facts.status, facts.reason = "completed", "trainer_state.json has the final training summary (train_runtime)"
-    elif max_steps and global_step is not None and global_step >= max_steps and should_stop is True:
+    elif max_steps and global_step is not None and global_step >= max_steps:
         facts.status, facts.reason = "completed", f"global_step {global_step} reached max_steps {max_steps}"
     else:
-        facts.status = "interrupted"
-        facts.reason = (f"no final training summary; the last state on disk is at step {global_step}"
-                        + (f" of {max_steps}" if max_steps else ""))
+        facts.reason = f"no final training summary; the last state is at step {global_step}{of}"
     best_metric = state.get("best_metric")
     best_path = state.get("best_model_checkpoint")
     if is_number(best_metric) or isinstance(best_path, str):
@@ -170,11 +189,34 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
             "checkpoint": checkpoint_paths.get(name or ""),
             "checkpoint_as_written": best_path if isinstance(best_path, str) else None,
         }
-    return facts
+    return facts, stop
 
 
-def _resume_state(names: set[str]) -> tuple[dict[str, bool | None], dict[str, str]]:
-    """The parts of the training state a Trainer folder holds, judged by its files, and what decided each."""
+def _early_stop(run: str, rel: str, parsed: dict, state: dict, global_step: int | None, max_steps: int | None,
+                should_stop: object) -> LoggedStop | None:
+    """EarlyStoppingCallback's own stop: its patience used up, the Trainer told to stop before max_steps."""
+    callback = _dig(state, "stateful_callbacks", "EarlyStoppingCallback")
+    patience = _int(_dig(callback, "args", "early_stopping_patience"))
+    counter = _int(_dig(callback, "attributes", "early_stopping_patience_counter"))
+    if patience is None or counter is None or counter < patience or should_stop is not True:
+        return None
+    if global_step is None or (max_steps and global_step >= max_steps):
+        return None
+    threshold = _dig(callback, "args", "early_stopping_threshold")
+    by = f" by more than {threshold:g}" if is_number(threshold) and threshold else ""
+    best = state.get("best_metric")
+    best_text = (f"; best {best:.4g} at step {state.get('best_global_step')}" if is_number(best) and
+                 state.get("best_global_step") is not None else "")
+    reason = (f"EarlyStoppingCallback stopped training at step {global_step}" + (f" of {max_steps}" if max_steps else "")
+              + f": the evaluation metric did not improve{by} in {counter} evaluations (patience {patience}){best_text}")
+    return LoggedStop(run, None, reason, None, Evidence(rel, parsed.get("early_line")), step=global_step, by=STOPPED_BY_LOOP)
+
+
+def _resume_state(names: set[str], pointers: set[str] = frozenset()) -> tuple[dict[str, bool | None], dict[str, str]]:
+    """The parts of the training state a Trainer folder holds, judged by its files, and what decided each.
+
+    A Git LFS pointer in place of a file holds none of it: the part is missing, and says why."""
+    names = names - pointers
     has_state = STATE in names
     files = {
         "model": [n for n in sorted(names) if n in WEIGHTS],
@@ -187,33 +229,40 @@ def _resume_state(names: set[str]) -> tuple[dict[str, bool | None], dict[str, st
                 "scaler": "scaler.pt (written only with fp16 AMP)", "rng": "rng_state*.pth"}
     state: dict[str, bool | None] = {part: bool(found) for part, found in files.items()}
     basis = {part: (", ".join(found) + " present") if found else f"no {expected[part]}" for part, found in files.items()}
+    for part, pattern in (("model", None), ("optimizer", PARTS["optimizer"]), ("scheduler", PARTS["scheduler"]),
+                          ("scaler", PARTS["scaler"]), ("rng", None)):
+        named = sorted(n for n in pointers if (n in WEIGHTS if part == "model" else RNG.match(n) if part == "rng"
+                                                else n in (pattern or ())))
+        if named and not files[part]:
+            basis[part] = f"{', '.join(named)}: a Git LFS pointer, not the file"
     # The Trainer finds its place in the data from global_step and epoch in trainer_state.json.
     for part in ("data_position", "progress"):
         state[part] = has_state
         basis[part] = (f"{STATE} present: the Trainer skips to its global_step on resume" if has_state
-                       else f"no {STATE}")
+                       else f"{STATE}: a Git LFS pointer, not the file" if STATE in pointers else f"no {STATE}")
     return state, basis
 
 
-def checkpoint(folder: Path, rel_folder: str, run: str, names: set[str]) -> Checkpoint:
+def checkpoint(folder: Path, rel_folder: str, run: str, names: set[str], pointers: set[str] = frozenset()) -> Checkpoint:
     """What a checkpoint-N/ folder holds, judged by the files present (nothing is loaded)."""
     step = int(CHECKPOINT_DIR.match(folder.name).group(1))
-    state, basis = _resume_state(names)
-    evidence = Evidence(f"{rel_folder}/{STATE}" if STATE in names else rel_folder)
+    state, basis = _resume_state(names, pointers)
+    evidence = Evidence(f"{rel_folder}/{STATE}" if STATE in names and STATE not in pointers else rel_folder)
     return Checkpoint(run=run, path=rel_folder, format=FORMAT, evidence=evidence, step=step,
                       resume_state=state, parts=sorted(names), resume_basis=basis)
 
 
-def final_model(rel_folder: str, run: str, names: set[str], step: int | None) -> Checkpoint | None:
+def final_model(rel_folder: str, run: str, names: set[str], step: int | None,
+                pointers: set[str] = frozenset()) -> Checkpoint | None:
     """The model saved in the output folder at the end of training (save_model), if its weights are there.
 
     It is listed with the checkpoints because it is what a user would reload; without the
     optimizer and scheduler it usually cannot resume training (R11).
     """
-    if not any(n in WEIGHTS for n in names):
+    if not any(n in WEIGHTS for n in names - pointers):
         return None
-    state, basis = _resume_state(names)
-    weights = next(n for n in sorted(names) if n in WEIGHTS)
+    state, basis = _resume_state(names, pointers)
+    weights = next(n for n in sorted(names - pointers) if n in WEIGHTS)
     return Checkpoint(run=run, path=rel_folder or ".", format=FORMAT, evidence=Evidence(f"{rel_folder}/{weights}".lstrip("/")),
                       step=step, resume_state=state, parts=sorted(names), resume_basis=basis, final=True)
 

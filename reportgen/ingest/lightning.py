@@ -14,22 +14,19 @@ import csv
 import io
 from pathlib import Path
 
-from reportgen.ingest.common import MetricRows, decode_text, read_mapping
+import re
+
+from reportgen.ingest.common import MetricRows, decode_text, read_mapping, row_kind
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
 
 FORMAT = "lightning-csv"
-_EVAL_PREFIXES = ("val", "valid", "validation", "eval", "test")
 
 
 def sniff_metrics(head: bytes, name: str) -> bool:
     first = head.split(b"\n", 1)[0].strip().decode("utf-8", errors="replace")
     columns = first.split(",")
     return name.endswith(".csv") and "step" in columns and len(columns) >= 2
-
-
-def is_eval(name: str) -> bool:
-    return name.split("/", 1)[0].split("_", 1)[0].lower() in _EVAL_PREFIXES
 
 
 def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, list[Evaluation]]:
@@ -79,7 +76,7 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
         if bad is not None:
             info.problem(line, f"{bad}: {cells[header.index(bad)]!r} is not a number; that cell is left out")
         logged = [k for k in values if k != "epoch"]
-        kind = "eval" if logged and all(is_eval(k) for k in logged) else "train"
+        kind = row_kind(list(values))
         rows.add(run, kind, step, line, None, values)
         info.records += 1
         if kind == "eval":
@@ -140,6 +137,20 @@ def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoi
                        resume_state=state, parts=parts, resume_basis=basis)
     plain = {k: v for k, v in hparams.items() if isinstance(v, (int, float, str, bool)) or v is None}
     return info, check, plain
+
+
+_STEP_IN_NAME = re.compile(r"(?:^|[-_])step=(\d+)")
+RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
+
+
+def pointer_checkpoint(rel: str, run: str, pointer: str) -> Checkpoint:
+    """A .ckpt that is a Git LFS pointer: a checkpoint was saved here, but none of its parts is at hand.
+
+    Its step comes from the name Lightning's ModelCheckpoint gives it (`epoch=2-step=100.ckpt`), if any."""
+    match = _STEP_IN_NAME.search(rel.rsplit("/", 1)[-1])
+    state: dict[str, bool | None] = {part: None for part in RESUME_PARTS}
+    return Checkpoint(run=run, path=rel, format=FORMAT, evidence=Evidence(rel), step=int(match.group(1)) if match else None,
+                      resume_state=state, resume_basis={part: pointer for part in RESUME_PARTS})
 
 
 def max_steps(hparams: dict) -> int | None:

@@ -8,30 +8,35 @@ The older file store (`mlruns/<experiment>/<run>/`): meta.yaml (run_name, status
 end_time), metrics/<key> files with one "timestamp value step" line per value, params/<key> and
 tags/<key> files holding one value each.
 
-A run's id is its run name (the `mlflow.runName` tag), so an MLflow run merges with the output
-folder of the same name. Status: FINISHED is completed; FAILED and KILLED are interrupted; a run
-still RUNNING with no end time is interrupted too (its process died without ending it).
+Each MLflow run is one source, keyed by its store and uuid; ingest/identity.py decides which run
+it is: the Trainer output folder its `output_dir` parameter names, the run folder of its name,
+or a run of its own named by its run name (the `mlflow.runName` tag). Status: FINISHED is
+completed; FAILED and KILLED are interrupted; RUNNING with no end time is said as such (its
+process died without ending the run, or it is still running) and decides nothing on its own.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 from reportgen.ingest.common import (
     MetricRows,
     Reading,
     decode_text,
+    duration_problem,
     from_epoch,
+    is_eval,
     read_mapping,
+    row_kind,
 )
-from reportgen.ingest.lightning import is_eval
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 SQLITE_FORMAT = "mlflow-sqlite"
 FILES_FORMAT = "mlflow-files"
-_STATUS = {"FINISHED": "completed", "FAILED": "interrupted", "KILLED": "interrupted", "RUNNING": "interrupted",
+_STATUS = {"FINISHED": "completed", "FAILED": "interrupted", "KILLED": "interrupted", "RUNNING": None,
            "SCHEDULED": None}
 # The file store writes status as RunStatus enum numbers.
 _FILE_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
@@ -41,19 +46,45 @@ def sniff_sqlite(head: bytes) -> bool:
     return head.startswith(b"SQLite format 3\x00")
 
 
+@dataclass(frozen=True)
+class MlflowRun:
+    """One MLflow run as a source: its provisional key, its name and uuid, and the parameters it logged."""
+
+    key: str
+    name: str | None
+    uuid: str
+    params: dict[str, str]
+    evidence: Evidence
+
+
 def _status(status: str | None, ended: bool) -> tuple[str | None, str]:
     mapped = _STATUS.get(status or "")
     if status == "RUNNING":
-        return mapped, "MLflow still shows the run as RUNNING with no end time: its process ended without ending the run"
+        return mapped, ("MLflow still shows the run as RUNNING with no end time: its process ended without ending "
+                        "the run, or it is still running")
     return mapped, f"MLflow run status {status}" + ("" if ended else " (no end time)")
 
 
 def _eval_event(run: str, step: int, at, evidence: Evidence, values: dict[str, float]) -> list:
     metrics = {k: v for k, v in values.items() if is_eval(k)}
-    return [Evaluation(run, step, at, evidence, metrics)] if metrics and at is not None else []
+    if not metrics or at is None:
+        return []
+    seconds = metrics.get("eval_runtime")
+    if seconds is not None and duration_problem(seconds, "eval_runtime") is not None:
+        seconds = None
+    return [Evaluation(run, step, at, evidence, metrics, seconds=seconds)]
 
 
-def read_sqlite(path: Path, rel: str, taken: dict[str, dict]) -> Reading | None:
+def _max_steps(params: dict[str, str]) -> int | None:
+    """max_steps as a parameter (MLflow keeps every parameter as a string)."""
+    try:
+        value = int(params.get("max_steps", ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def read_sqlite(path: Path, rel: str) -> tuple[Reading, list[MlflowRun]] | None:
     """Every run in an MLflow SQLite store; None when the database is not an MLflow store."""
     info = InputFile(path=rel, format=SQLITE_FORMAT)
     try:
@@ -65,6 +96,7 @@ def read_sqlite(path: Path, rel: str, taken: dict[str, dict]) -> Reading | None:
         if not {"runs", "metrics", "params", "tags"} <= tables:
             return None
         reading = Reading(inputs=[info])
+        sources: list[MlflowRun] = []
         rows = MetricRows(rel)
         runs = db.execute("select run_uuid, name, status, start_time, end_time, lifecycle_stage, rowid "
                           "from runs order by start_time, run_uuid").fetchall()
@@ -73,15 +105,14 @@ def read_sqlite(path: Path, rel: str, taken: dict[str, dict]) -> Reading | None:
                 continue
             tags = dict(db.execute("select key, value from tags where run_uuid = ?", (uuid,)).fetchall())
             params = dict(db.execute("select key, value from params where run_uuid = ?", (uuid,)).fetchall())
-            run_id, clash = _run_id(tags.get("mlflow.runName") or name, uuid, taken, params)
-            if clash:
-                info.problem(None, clash)
+            run_id = f"{rel}#{uuid}"
             evidence = Evidence(rel, None)
+            sources.append(MlflowRun(run_id, tags.get("mlflow.runName") or name, uuid, params, evidence))
             mapped, reason = _status(status, end is not None)
             reading.events.append(RunFacts(
                 run=run_id, format=SQLITE_FORMAT, evidence=evidence, status=mapped, reason=reason,
                 started_at=from_epoch(start / 1000 if start else None), ended_at=from_epoch(end / 1000 if end else None),
-                config={"params": params} if params else None))
+                config={"params": params} if params else None, max_steps=_max_steps(params)))
             by_step: dict[tuple[int, int], dict[str, float]] = {}
             for key, value, ts, step, is_nan in db.execute(
                     "select key, value, timestamp, step, is_nan from metrics where run_uuid = ? order by step, timestamp, key",
@@ -89,41 +120,23 @@ def read_sqlite(path: Path, rel: str, taken: dict[str, dict]) -> Reading | None:
                 by_step.setdefault((step, ts), {})[key] = math.nan if is_nan else float(value)
             for (step, ts), values in by_step.items():
                 at = from_epoch(ts / 1000)
-                kind = "eval" if all(is_eval(k) for k in values) else "train"
-                rows.add(run_id, kind, step, None, at, values)
+                rows.add(run_id, row_kind(list(values)), step, None, at, values)
                 info.records += 1
                 reading.events += _eval_event(run_id, step, at, evidence, values)
         reading.frames.append(rows.frame())
-        return reading
+        return reading, sources
     except sqlite3.DatabaseError as exc:
         info.problem(None, f"the database cannot be read: {exc}")
-        return Reading(inputs=[info])
+        return Reading(inputs=[info]), []
     finally:
         db.close()
-
-
-def _run_id(name: str | None, uuid: str, taken: dict[str, dict], params: dict) -> tuple[str, str | None]:
-    """The run name, and a problem when the name was already used with other parameters (R10).
-
-    A name used by two MLflow runs gets the run's uuid added to stay unique; `taken` maps every
-    name used so far to its run's parameters.
-    """
-    run_id = name or uuid
-    clash = None
-    if run_id in taken:
-        if taken[run_id] != params:
-            clash = (f"MLflow run name '{run_id}' is used again by run {uuid} with different parameters: "
-                     f"a changed configuration needs a new run name (R10); shown as '{run_id}-{uuid[:8]}'")
-        run_id = f"{run_id}-{uuid[:8]}"
-    taken[run_id] = params
-    return run_id, clash
 
 
 def is_run_meta(head: bytes) -> bool:
     return b"run_id:" in head and b"experiment_id:" in head and b"lifecycle_stage:" in head
 
 
-def read_file_run(folder: Path, logs: Path, taken: dict[str, dict]) -> Reading:
+def read_file_run(folder: Path, logs: Path) -> tuple[Reading, MlflowRun]:
     """One run folder of the file store: meta.yaml, metrics/, params/, tags/."""
     rel_folder = folder.relative_to(logs).as_posix()
     reading = Reading()
@@ -144,9 +157,9 @@ def read_file_run(folder: Path, logs: Path, taken: dict[str, dict]) -> Reading:
     tags = values_of("tags")
     params = values_of("params")
     uuid = str(meta.get("run_id") or meta.get("run_uuid") or folder.name)
-    run_id, clash = _run_id(tags.get("mlflow.runName") or meta.get("run_name"), uuid, taken, params)
-    if clash:
-        meta_info.problem(None, clash)
+    run_id = rel_folder
+    name = tags.get("mlflow.runName") or meta.get("run_name")
+    source = MlflowRun(run_id, str(name) if name else None, uuid, params, Evidence(meta_info.path))
     status = meta.get("status")
     status = _FILE_STATUS.get(status, status) if isinstance(status, int) else status
     start, end = meta.get("start_time"), meta.get("end_time")
@@ -155,7 +168,7 @@ def read_file_run(folder: Path, logs: Path, taken: dict[str, dict]) -> Reading:
         run=run_id, format=FILES_FORMAT, evidence=Evidence(meta_info.path), status=mapped, reason=reason,
         started_at=from_epoch(start / 1000 if isinstance(start, (int, float)) else None),
         ended_at=from_epoch(end / 1000 if isinstance(end, (int, float)) else None),
-        config={"params": params} if params else None))
+        config={"params": params} if params else None, max_steps=_max_steps(params)))
     metrics_dir = folder / "metrics"
     for file in sorted(metrics_dir.rglob("*")) if metrics_dir.is_dir() else []:
         if not file.is_file():
@@ -186,8 +199,8 @@ def read_file_run(folder: Path, logs: Path, taken: dict[str, dict]) -> Reading:
                 info.skipped += 1
                 continue
             at = from_epoch(ts / 1000)
-            rows.add(run_id, "eval" if is_eval(key) else "train", step, number, at, {key: value})
+            rows.add(run_id, row_kind([key]), step, number, at, {key: value})
             info.records += 1
             reading.events += _eval_event(run_id, step, at, Evidence(rel, number), {key: value})
         reading.frames.append(rows.frame())
-    return reading
+    return reading, source

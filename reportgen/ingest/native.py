@@ -73,6 +73,10 @@ class _BadRecord(ValueError):
     """A line that is JSON but not a usable event; the message says which key is wrong."""
 
 
+class _CutOff(_BadRecord):
+    """The last line ends mid-record: its writer was stopped while writing."""
+
+
 @dataclass
 class NativeLog:
     """What one event file holds: the metric rows (columnar) and the rare events."""
@@ -525,7 +529,7 @@ def _decode(raw: bytes, unterminated: bool) -> dict:
         raise _BadRecord("nested too deeply to read") from None
     except ValueError as exc:
         if unterminated:
-            raise _BadRecord("cut off: the file ends mid-line (a writer stopped while writing)") from None
+            raise _CutOff("cut off: the file ends mid-line (a writer stopped while writing)") from None
         raise _BadRecord(f"not JSON ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(record, dict):
         raise _BadRecord("not a JSON object")
@@ -541,6 +545,7 @@ def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = Fals
     except _BadRecord as exc:
         out.info.problem(line, f"{exc}; line skipped")
         out.info.skipped += 1
+        out.info.cut_off = out.info.cut_off or isinstance(exc, _CutOff)
         return
     if isinstance(event, dict):
         out.metric_rows.append(event)

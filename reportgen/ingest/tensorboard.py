@@ -18,15 +18,16 @@ cut off mid-record (a killed writer) is reported, and everything before the cut 
 
 from __future__ import annotations
 
+import re
 import struct
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import google_crc32c
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from reportgen.ingest.common import metric_frame
+from reportgen.ingest.common import is_eval, metric_frame
 from reportgen.model import InputFile
 
 FORMAT = "tensorboard"
@@ -37,7 +38,8 @@ _FLOAT = struct.Struct("<f")
 _MASK_DELTA = 0xA282EAD8
 # TensorProto dtypes with one number per element: struct code and size.
 _DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("i", 4), 9: ("q", 8), 19: ("e", 2)}
-_EVAL_PREFIXES = ("eval", "val", "validation", "test")
+# events.out.tfevents.<time>.<host>.<pid>.<n>: the files one writer process opened.
+_FILE_NAME = re.compile(r"^events\.out\.tfevents\.(\d+)\.(.+)\.(\d+)\.(\d+)(?:\.\w+)?$")
 
 
 def masked_crc(data: bytes) -> int:
@@ -306,6 +308,12 @@ def _frame(out: _Scalars, rel: str, run: str) -> pd.DataFrame:
     walls = np.asarray(out.wall, dtype=np.float64)
     stamps = pa.array((walls * 1e6).round().astype(np.int64), pa.timestamp("us", tz="UTC"),
                       mask=~(walls > 0)) if rows else pa.array([], pa.timestamp("us", tz="UTC"))
-    kind_of = {t: "eval" if t.split("/", 1)[0].split("_", 1)[0].lower() in _EVAL_PREFIXES else "train" for t in set(out.tag)}
+    kind_of = {t: "eval" if is_eval(t) else "train" for t in set(out.tag)}
     kinds = [kind_of[t] for t in out.tag]
     return metric_frame(rel, out.record, run, kinds, out.step, stamps, metrics)
+
+
+def writer_process(rel: str) -> tuple[str, int] | None:
+    """(host, pid) of the process that wrote an event file, from the name TensorBoard's writers give it."""
+    match = _FILE_NAME.match(PurePosixPath(rel).name)
+    return (match.group(2), int(match.group(3))) if match else None

@@ -12,6 +12,11 @@ Recognised, each with its line:
 - resumes ("Restoring states from the checkpoint path at ...", "Continuing training from ...").
 Lightning prints "GPU available:" when each process starts: lines after the k-th such line
 belong to session k, so a log appended to by a run and its resume can be told apart.
+
+Each session also keeps what can tie it to a run when the log lies outside every run's folder
+(ingest/identity.py decides): the clock times its lines start with (logging's asctime, ISO
+times; a time without an offset is read as UTC), the hyperparameters it printed (a dict or an
+argparse Namespace), the paths it names, and whether it shows training steps.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import ast
 import math
 import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from reportgen.ingest.common import decode_text
@@ -45,6 +52,30 @@ _SESSION = re.compile(r"^GPU available: ")
 _STEP = re.compile(r"^(?:global[_ ])?step[\s=:]+(\d+)\b", re.IGNORECASE)
 _BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[(?:(\d+):)?(\d{1,2}):(\d{2})<")
 _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
+# Lightning's EarlyStopping callback when it stops the fit: the training loop's own stop.
+_EARLY_STOP = re.compile(r"did not improve in the last \d+ records\..*Signaling Trainer to stop|"
+                         r"Stopping threshold reached:|Divergence threshold reached:", re.IGNORECASE)
+# A clock time a line starts with: "2026-11-03 05:30:14,123", "[2026-11-03T05:30:14Z]", "[INFO|2026-11-03 05:30:14]".
+_CLOCK = re.compile(r"^\[?(?:[A-Za-z]+\|)?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?"
+                    r"\s*(Z|[+-]\d{2}:?\d{2})?(?![\d:])")
+# Lightning's ModelCheckpoint on resume: the first path is the resumed run's folder, the second its own.
+_DIRPATH_CHANGED = re.compile(r"The dirpath has changed from '([^']+)' to '([^']+)'")
+_MAPPING = re.compile(r"(\{[^{}]*\}|Namespace\([^()]*\))")
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+){2,}")
+MAX_SESSION_ITEMS = 200  # clock times, printed mappings and paths kept per session
+
+
+@dataclass(eq=False)  # one per file or process: compared and hashed as itself
+class Session:
+    """One process's part of a text log, with what can tie it to a run."""
+
+    index: int
+    first_line: int
+    last_line: int
+    times: list[datetime] = field(default_factory=list)
+    mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
+    paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
+    steps: bool = False  # a step line or a training progress bar: this process trained
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -66,8 +97,8 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + " …"
 
 
-def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
-    """Every recognised message of one text log; the run is filled in by ingest."""
+def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Session]]:
+    """Every recognised message of one text log, and its sessions; the run is filled in by ingest."""
     info = InputFile(path=rel, format=FORMAT)
     raw = path.read_bytes()
     text = decode_text(raw)
@@ -81,6 +112,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
     step: int | None = None  # the last step the log showed in this session
     bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
     bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
+    sessions = [Session(0, 1, 1)]
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
         messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
@@ -101,15 +133,21 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
                 flush_bar()
                 session += 1
                 step, bar, bar_total = None, None, None
+                sessions.append(Session(session, number, number))
             seen_session_line = True
+        current = sessions[-1]
+        current.last_line = number
         if match := _BAR.match(line):
             bar_total = bar_total or int(match.group(2))  # the first bar of a process is its training loop
             if int(match.group(2)) == bar_total:
                 step = int(match.group(1))
+                current.steps = True
                 hours, minutes, seconds = (int(g) if g else 0 for g in match.group(3, 4, 5))
                 bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
         elif match := _STEP.match(stripped):
             step = int(match.group(1))
+            current.steps = True
+        _ties(stripped, number, current)
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
                 kind = "oom" if _OOM.search(stripped) else "traceback"
@@ -139,13 +177,67 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage]]:
             add("non_finite", number, stripped, target=match.group(1).lower().replace(" ", "_"))
         elif _FIT_DONE.search(stripped):
             add("finished", number, stripped)
+        elif _EARLY_STOP.search(stripped):
+            add("early_stop", number, stripped)
         elif match := _RESTORE.search(stripped):
             add("resumed", number, stripped, target=match.group(1).rstrip(".,;'\""))
     if in_traceback is not None:
         add("traceback", in_traceback, "a traceback cut off before its exception line")
     flush_bar()
     info.records = len(messages)
-    return info, messages
+    return info, messages, sessions
+
+
+def _ties(line: str, number: int, session: Session) -> None:
+    """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
+    if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
+        session.times.append(clock)
+    if "{" in line or "Namespace(" in line:
+        if len(session.mappings) < MAX_SESSION_ITEMS and not _PROGRESS.match(line):
+            for match in _MAPPING.finditer(line):
+                mapping = _mapping(match.group(1))
+                if mapping:
+                    session.mappings.append((number, mapping))
+    if ("/" in line or "\\" in line) and len(session.paths) < MAX_SESSION_ITEMS and not _RESTORE.search(line):
+        changed = _DIRPATH_CHANGED.search(line)
+        if changed:
+            session.paths.append((number, changed.group(2)))
+            return
+        for match in _PATH.finditer(line):
+            session.paths.append((number, match.group(0).rstrip(".,;:")))
+
+
+def _clock_time(line: str) -> datetime | None:
+    match = _CLOCK.match(line)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
+    micro = int((match.group(7) or "0").ljust(6, "0"))
+    zone = match.group(8)
+    tz = UTC
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
+    try:
+        return datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
+    except ValueError:
+        return None
+
+
+def _mapping(text: str) -> dict | None:
+    """A printed dict or argparse Namespace of two or more plain values, as the hyperparameters it shows."""
+    if text.startswith("Namespace("):
+        pairs = re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,]+)", text[len("Namespace("):-1])
+        text = "{" + ", ".join(f"{key!r}: {value.strip()}" for key, value in pairs) + "}"
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    plain = {str(k): v for k, v in value.items() if isinstance(v, (int, float, str, bool)) and v is not None}
+    return plain if len(plain) >= 2 else None
 
 
 def _segments(text: str):

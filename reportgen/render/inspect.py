@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC
 
 from reportgen.analysis.nonfinite import non_finite
-from reportgen.analysis.verdicts import run_status
+from reportgen.analysis.status import run_status
 from reportgen.model import Campaign
-from reportgen.render.report import evidence, inputs_json, iso
+from reportgen.render.report import evidence, inputs_json, iso, unlinked_json
 
 SCHEMA = "reportgen.inspect/1"
 RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
@@ -25,6 +25,7 @@ def build_inspect(campaign: Campaign) -> dict:
         status = run_status(run, campaign)
         runs.append({
             "id": run_id,
+            "kind": run.kind,
             "status": status.status,
             "status_reason": status.reason,
             "status_evidence": evidence(status.evidence),
@@ -37,6 +38,8 @@ def build_inspect(campaign: Campaign) -> dict:
             "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
             "config_id": run.config_id,
             "resumes": run.resumes,
+            "evaluates": run.evaluates,
+            "identity": [d.to_json() for d in run.identity],
             "best": next((f.best for f in run.facts if f.best), None),
             "metrics": metrics.get(run_id, []),
             "non_finite": [
@@ -60,15 +63,12 @@ def build_inspect(campaign: Campaign) -> dict:
         for info in campaign.inputs for p in info.problems
     ]
     problems += [{"path": e.path, "line": e.line, "message": message} for e, message in campaign.problems]
-    problems += [
-        {"path": m.evidence.path, "line": m.evidence.line, "message": f"{m.run or 'no run'}: {m.message}"}
-        for m in campaign.messages if m.run is None
-    ]
     return {
         "schema": SCHEMA,
         "root": campaign.root,
         "inputs": inputs_json(campaign),
         "runs": runs,
+        "unlinked": unlinked_json(campaign),
         "checkpoints": checkpoints,
         "problems": problems,
     }
@@ -95,16 +95,29 @@ def render_text(data: dict) -> str:
     out.append(f"{len(data['inputs'])} files in {data['root']}: "
                + ", ".join(f"{n} {fmt}" for fmt, n in sorted(counts.items())))
     out.append("")
-    out.append(f"Runs ({len(data['runs'])})")
+    training = [r for r in data["runs"] if r["kind"] == "training"]
+    evaluations = [r for r in data["runs"] if r["kind"] == "evaluation"]
+    out.append(f"Runs ({len(training)} training" + (f", {len(evaluations)} evaluation" if evaluations else "") + ")")
     out += _table(
-        ["run", "status", "steps", "started", "ended", "formats", "metrics"],
-        [[r["id"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _text(r["started_at"]),
+        ["run", "kind", "status", "steps", "started", "ended", "formats", "metrics"],
+        [[r["id"], r["kind"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _text(r["started_at"]),
           _text(r["ended_at"] or (r["last_seen_at"] and f"last seen {r['last_seen_at']}")),
           ",".join(r["formats"]), str(len(r["metrics"]))] for r in data["runs"]],
     )
     for run in data["runs"]:
-        out.append(f"  {run['id']}: {run['status']} — {run['status_reason']}"
-                   + (f" (resumes {run['resumes']})" if run["resumes"] else ""))
+        link = (f" (resumes {run['resumes']})" if run["resumes"] else "") + (
+            f" (evaluates {run['evaluates']})" if run["evaluates"] else "")
+        out.append(f"  {run['id']}: {run['status']} — {run['status_reason']}{link}")
+        for decision in run["identity"]:
+            if decision["rule"] != "run-folder":
+                out.append(f"      {decision['decision']} [{decision['rule']}]: {decision['text']}")
+    if data["unlinked"]:
+        out.append("")
+        out.append(f"Logs that belong to no run ({len(data['unlinked'])})")
+        for item in data["unlinked"]:
+            where = item["path"] + (f" lines {item['lines'][0]}–{item['lines'][1]}" if item["lines"] else "")
+            said = "; ".join(f"{m['kind']} at line {m['evidence'][0]['line']}" for m in item["messages"][:3])
+            out.append(f"  {where}: {item['reason']}" + (f" (it says: {said})" if said else ""))
     windows = [(r["id"], w) for r in data["runs"] for w in r["non_finite"]]
     if windows:
         out.append("")

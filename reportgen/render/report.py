@@ -78,6 +78,19 @@ def inputs_json(campaign: Campaign) -> list[dict]:
     ]
 
 
+def unlinked_json(campaign: Campaign) -> list[dict]:
+    """Captured logs (or processes of one) that no evidence ties to a run, with what they say."""
+    out = []
+    for item in campaign.unlinked:
+        lo, hi = item.lines or (1, None)
+        said = [m for m in campaign.messages if m.run is None and m.evidence.path == item.path
+                and m.evidence.line is not None and lo <= m.evidence.line and (hi is None or m.evidence.line <= hi)]
+        out.append({"path": item.path, "lines": list(item.lines) if item.lines else None, "reason": item.reason,
+                    "messages": [{"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
+                                 for m in said]})
+    return out
+
+
 def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None, generated_at: datetime | None) -> dict:
     """The report dictionary; the analysis was made against the frozen plan when there is one."""
     plan = analysis.plan
@@ -185,6 +198,7 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         "inputs": inputs_json(campaign),
         "problems": problems,
         "runs": runs,
+        "unlinked_sources": unlinked_json(campaign),
         "run_time": _run_time_totals(analysis, runs),
         "stops": stops,
         "stop_rules": [
@@ -314,9 +328,11 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
     return {
         "id": run_id,
         "page": run_page(run_id),
+        "kind": run.kind,
         "variant": analysis.run_variants.get(run_id),
         "status": status.status,
         "status_reason": status.reason,
+        "stopped_by": status.by if status.status == "stopped" else None,
         "first_step": run.first_step,
         "last_step": run.last_step,
         "started_at": iso(run.started_at, tz),
@@ -330,6 +346,9 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "config": plain(run.config),
         "resumes": run.resumes,
         "continued_by": analysis.continued_by.get(run_id, []),
+        "evaluates": run.evaluates,
+        "evaluated_by": analysis.campaign.evaluated_by().get(run_id, []),
+        "identity": [d.to_json() for d in run.identity],
         "formats": list(run.formats),
         "sources": list(run.sources),
         "metrics": metrics,
@@ -524,7 +543,9 @@ def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:
         if run["gpu_hours"] is None:
             unmeasured.append(run["id"])
             continue
-        by_status[run["status"]] = by_status.get(run["status"], 0.0) + run["gpu_hours"]
+        # An evaluation run's GPU time is its own line: it trained nothing, so it has no training status.
+        bucket = run["status"] if run["kind"] == "training" else "evaluation"
+        by_status[bucket] = by_status.get(bucket, 0.0) + run["gpu_hours"]
     held = sum(by_status.values()) if by_status else None
     return {
         "rented_gpu_hours": hours(rented),

@@ -1,0 +1,882 @@
+"""Who is who: which sources are one run, which run continues which, what each captured log is about.
+
+Readers describe sources: a Trainer output folder, a Lightning version folder, an MLflow run, a
+TensorBoard folder outside every run folder, a native run id, a captured log. This stage decides,
+from evidence only, which sources are one run (merged), which runs trained no step (kind
+`evaluation`) and which training run each evaluates, which run continues which (`resumes`), and
+which run each captured log outside every run folder belongs to. Every decision is a `Decision`
+on the run with its rule and evidence (run page, `reportgen inspect`, report.json); what no
+evidence ties to a run is left apart and listed. Name order, version order and "the first step is
+past 0" are never evidence. The rules are listed in docs/formats.md ("Which files are one run").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePosixPath
+
+import numpy as np
+import pandas as pd
+
+from reportgen.ingest.textlog import Session
+from reportgen.model import (
+    METRIC_FRAME_COLUMNS,
+    Campaign,
+    Checkpoint,
+    Decision,
+    Evidence,
+    LogMessage,
+    Run,
+    UnlinkedSource,
+)
+
+# Configuration keys that name or place a run rather than configure it: two runs that differ only
+# in these ran the same configuration (R10). Matched at any depth of the configuration.
+NAMING_KEYS = frozenset({
+    "output_dir", "logging_dir", "run_name", "resume_from_checkpoint", "project",
+    "hub_model_id", "hub_token", "hub_revision", "push_to_hub_model_id", "push_to_hub_organization",
+    "push_to_hub_token", "trackio_space_id", "trackio_bucket_id", "trackio_static_space_id",
+    "save_dir", "log_dir", "default_root_dir", "dirpath", "ckpt_path", "experiment_name",
+    "wandb_project", "wandb_run_name", "run_id",
+})
+# Values logged by two loggers of one run agree to float32 precision (TensorBoard keeps float32).
+VALUE_RTOL = 1e-6
+# Shared (step, metric) values it takes for two records to be one run's.
+MIN_SHARED_VALUES = 3
+# Two loggers of one process record a step within this of each other (the same call logs to both).
+SAME_MOMENT_S = 2.0
+# Preference for naming a merged run: the source a user named most directly first.
+NAME_ORDER = ("reportgen-events", "hf-trainer", "lightning-csv", "tensorboard", "mlflow-sqlite", "mlflow-files")
+
+
+@dataclass
+class Source:
+    """One reader's unit of a run, keyed by the provisional run id its reader gave its records."""
+
+    key: str
+    format: str
+    name: str  # the run id it proposes: the folder's name, <name>/version_N, the MLflow run name, a native id
+    evidence: Evidence
+    folder: str | None = None  # its run folder under LOGS
+    version_name: str | None = None  # a Lightning logger's <name>/version_N
+    declared: bool = False  # a native run id: the user named the run
+    params: dict[str, str] | None = None  # an MLflow run's parameters
+    uuid: str | None = None  # an MLflow run's uuid
+
+
+@dataclass(eq=False)  # one per file or process: compared and hashed as itself
+class TextLog:
+    """A captured log, with its sessions (one per process) and messages."""
+
+    path: str
+    folder: str
+    sessions: list[Session]
+    messages: list[LogMessage]
+    owner: str | None  # the run whose folder holds it (a source key until merged)
+    name: str | None  # the run it names if it is a run of its own (oom-1.log -> oom-1)
+    linked: dict[int, str] = field(default_factory=dict)  # session index -> the run it was linked to
+
+
+def plain_config(config: dict) -> dict:
+    """The configuration without the keys that name or place a run (NAMING_KEYS), at any depth."""
+    return {k: plain_config(v) if isinstance(v, dict) else v for k, v in config.items() if k not in NAMING_KEYS}
+
+
+def config_id(config: dict) -> str:
+    """A short stable hash of a run's configuration, naming keys left out (R10: a changed config needs a new id)."""
+    canonical = json.dumps(plain_config(config), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _leaves(config: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in config.items():
+        if key in NAMING_KEYS:
+            continue
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_differences(a: dict | None, b: dict | None) -> list[str] | None:
+    """The configuration keys two runs both set to different values ([] when they agree), or None
+    when they share no key to compare (a run whose configuration no source recorded, say)."""
+    la, lb = _leaves(a or {}), _leaves(b or {})
+    shared = sorted(set(la) & set(lb))
+    if not shared:
+        return None
+    return [k for k in shared if json.dumps(la[k], sort_keys=True, default=str) != json.dumps(lb[k], sort_keys=True, default=str)]
+
+
+def _canon(metric: str) -> str:
+    """One name for a metric as any logger spells it: TensorBoard's train/loss is loss, eval/loss eval_loss."""
+    if metric.startswith("train/"):
+        return metric[len("train/"):]
+    if metric.startswith("eval/"):
+        return "eval_" + metric[len("eval/"):]
+    return metric
+
+
+@dataclass
+class _Trace:
+    """What one source's (or run's) metric rows show."""
+
+    values: dict[str, np.ndarray]  # canonical metric -> sorted unique (step << 32 | float32 bits) keys
+    loggers: frozenset[str]  # formats of the files its rows came from
+    first_step: int | None
+    last_step: int | None
+    t0: datetime | None
+    t1: datetime | None
+    trained: bool  # it has rows that are not evaluations
+    timed_first_step: int | None  # the first step of its rows that carry clock times
+    clock: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.int64), np.empty(0, np.int64))  # steps, first time (ns)
+
+    def timed(self) -> bool:
+        return self.t0 is not None and self.t1 is not None
+
+
+def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True) -> dict[str, _Trace]:
+    """Each run's (or source's) trace; without `values`, only its steps, times and loggers.
+
+    A metric's values are kept as (step, float32 bits) keys: two loggers of one run agree to float32
+    precision (TensorBoard keeps float32), and a step may hold several values (a final evaluation
+    logged again at the last step)."""
+    out: dict[str, _Trace] = {}
+    if not len(frame):
+        return out
+    metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS] if values else []
+    for run, group in frame.groupby("run", sort=True):
+        steps = group["step"].to_numpy(dtype="float64", na_value=np.nan)
+        logged: dict[str, np.ndarray] = {}
+        for metric in metrics:
+            column = group[metric]
+            present = column.notna().to_numpy() & ~np.isnan(steps)
+            if not present.any():
+                continue
+            v = column.to_numpy(dtype="float64", na_value=np.nan)[present]
+            with np.errstate(over="ignore", invalid="ignore"):
+                bits = np.where(np.isnan(v), np.float32(np.nan), v).astype(np.float32).view(np.uint32).astype(np.int64)
+            bits[np.isnan(v)] = 0x7FC00000  # every NaN alike
+            keys = (steps[present].astype(np.int64) << 32) | bits
+            name = _canon(str(metric))
+            logged[name] = np.unique(np.concatenate([logged[name], keys])) if name in logged else np.unique(keys)
+        ts = group["ts"]
+        timed = ts.notna().to_numpy()
+        known = steps[~np.isnan(steps)]
+        timed_steps = steps[timed & ~np.isnan(steps)]
+        clock = (np.empty(0, np.int64), np.empty(0, np.int64))
+        if values and len(timed_steps):
+            at = ts[timed & ~np.isnan(steps)].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+            order = np.lexsort((at, timed_steps))
+            s_sorted, t_sorted = timed_steps[order].astype(np.int64), at[order]
+            first = np.r_[True, s_sorted[1:] != s_sorted[:-1]]
+            clock = (s_sorted[first], t_sorted[first])
+        out[str(run)] = _Trace(
+            values=logged,
+            loggers=frozenset(f for p in group["path"].unique() if (f := formats.get(str(p)))),
+            first_step=int(known.min()) if len(known) else None,
+            last_step=int(known.max()) if len(known) else None,
+            t0=ts[timed].min().to_pydatetime() if timed.any() else None,
+            t1=ts[timed].max().to_pydatetime() if timed.any() else None,
+            trained=bool((group["kind"] != "eval").any()),
+            timed_first_step=int(timed_steps.min()) if len(timed_steps) else None,
+            clock=clock,
+        )
+    return out
+
+
+def _compare(a: _Trace, b: _Trace) -> tuple[int, int, list[int]]:
+    """(agreeing, differing) (step, metric) points of two records, and the steps they agree at.
+
+    A point agrees when the two records hold one value in common at that step and metric."""
+    agree = differ = 0
+    steps: set[int] = set()
+    for metric in sorted(set(a.values) & set(b.values)):
+        ka, kb = a.values[metric], b.values[metric]
+        same = np.intersect1d(ka, kb, assume_unique=True) >> 32
+        shared = np.intersect1d(np.unique(ka >> 32), np.unique(kb >> 32), assume_unique=True)
+        agreeing = np.unique(same)
+        agree += len(agreeing)
+        differ += len(shared) - len(agreeing)
+        steps.update(int(s) for s in agreeing)
+    return agree, differ, sorted(steps)
+
+
+def _same_moments(a: _Trace, b: _Trace) -> tuple[int, float] | None:
+    """(steps, median seconds apart) when both records time at least MIN_SHARED_VALUES common steps."""
+    common, ia, ib = np.intersect1d(a.clock[0], b.clock[0], assume_unique=True, return_indices=True)
+    if len(common) < MIN_SHARED_VALUES:
+        return None
+    return len(common), float(np.median(np.abs(a.clock[1][ia] - b.clock[1][ib]))) / 1e9
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("/", "."))
+
+
+def _contains(path: str, folder: str) -> int:
+    """How many parts of `folder` a path names: all of them, contiguous, or 0."""
+    inner, outer = _parts(folder), _parts(path)
+    if not inner:
+        return 0
+    for i in range(len(outer) - len(inner), -1, -1):
+        if outer[i:i + len(inner)] == inner:
+            return len(inner)
+    return 0
+
+
+def _span(steps: list[int]) -> str:
+    if not steps:
+        return ""
+    return f"step {steps[0]:,}" if len(steps) == 1 else f"steps {steps[0]:,}–{steps[-1]:,}"
+
+
+# --- merging sources into runs --------------------------------------------------------------
+
+@dataclass
+class _Pair:
+    a: str
+    b: str
+    score: int
+    text: str
+    rule: str
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass
+class Merged:
+    """What merging decided: each source key's run id, the decisions per run, the evaluation runs."""
+
+    renames: dict[str, str]
+    decisions: dict[str, list[Decision]] = field(default_factory=dict)
+    evaluation: dict[str, Decision] = field(default_factory=dict)
+    problems: list[tuple[Evidence, str]] = field(default_factory=list)
+
+
+def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]]) -> Merged:
+    """Decide which sources are one run and name each run; nothing is renamed here."""
+    formats = {info.path: info.format for info in campaign.inputs}
+    traces = _traces(campaign.metrics, formats)
+    keys = sorted(set(sources) | set(traces))
+    for key in keys:  # a key no reader described (a record naming a run no source has): a run of its own
+        sources.setdefault(key, Source(key, "reportgen-events", key, Evidence(""), declared=True))
+    checkpointed = {c.run for c in campaign.checkpoints}
+    trained_for = {f.run for f in campaign.run_facts if f.seconds is not None}
+    started = {e.run for e in campaign.run_events}
+    evaluation: dict[str, Decision] = {}
+    for key in keys:
+        trace = traces.get(key)
+        source = sources[key]
+        if (trace is None or trace.trained or source.declared or key in checkpointed or key in trained_for
+                or key in started):
+            continue
+        names = ", ".join(sorted(trace.values)[:6])
+        at = sorted({int(s) for keys in trace.values.values() for s in (keys >> 32).tolist()})
+        text = f"logged only evaluation metrics ({names}) at {_span(at)} and trained no step: an evaluation run"
+        evaluation[key] = Decision("kind", "no-training-step", text, (source.evidence,))
+
+    pairs = _pairs(keys, sources, traces, set(evaluation))
+    groups = _union(keys, pairs, sources, traces)
+    merged = Merged(renames={})
+    _name(groups, sources, campaign, merged)
+    for pair in pairs:
+        run = merged.renames[pair.a]
+        if run == merged.renames[pair.b]:
+            merged.decisions.setdefault(run, []).append(Decision("merged", pair.rule, pair.text, pair.evidence))
+    for key in keys:
+        source = sources[key]
+        run = merged.renames[key]
+        if source.folder is not None:
+            what = {"hf-trainer": "Trainer output folder", "lightning-csv": "Lightning version folder",
+                    "tensorboard": "TensorBoard folder"}.get(source.format, "folder")
+            text = f"the files of the {what} {source.folder or '.'}/ are one run"
+            merged.decisions.setdefault(run, []).insert(0, Decision("merged", "run-folder", text, (source.evidence,)))
+        elif source.declared and source.evidence.path:
+            text = f"the native events name the run '{key}'"
+            merged.decisions.setdefault(run, []).insert(0, Decision("merged", "declared", text, (source.evidence,)))
+        if key in evaluation:
+            merged.evaluation[run] = evaluation[key]
+    for key, decision in notes:
+        merged.decisions.setdefault(merged.renames.get(key, key), []).append(decision)
+    return merged
+
+
+def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace], evaluation: set[str]) -> list[_Pair]:
+    """Every pair of sources the evidence says are one run, strongest first."""
+    empty = _Trace({}, frozenset(), None, None, None, None, False, None)
+    out: list[_Pair] = []
+    candidates = [k for k in keys if k not in evaluation]
+    for i, a in enumerate(candidates):
+        for b in candidates[i + 1:]:
+            sa, sb = sources[a], sources[b]
+            if sa.declared and sb.declared:
+                continue
+            ta, tb = traces.get(a, empty), traces.get(b, empty)
+            la, lb = ta.loggers or {sa.format}, tb.loggers or {sb.format}
+            if la & lb:
+                continue  # one run has one record per logger
+            pair = _pair(sa, sb, ta, tb)
+            if pair is not None:
+                out.append(pair)
+    return sorted(out, key=lambda p: (-p.score, p.a, p.b))
+
+
+def _named_folder(source: Source, other: Source) -> str | None:
+    """The parameter of an MLflow run that names the other source's run folder, if one does."""
+    if not source.params or other.folder is None:
+        return None
+    for key in ("output_dir", "logging_dir"):
+        value = source.params.get(key)
+        if value and _contains(value, other.folder):
+            return f"its {key} parameter ({value}) names {other.folder}/"
+    return None
+
+
+def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
+    strong = _named_folder(sa, sb) or _named_folder(sb, sa)
+    rule = "output-dir" if strong else ""
+    if strong is None and (sa.params is not None or sb.params is not None or sa.declared or sb.declared):
+        other = sb if sa.params is not None or sa.declared else sa
+        this = sa if other is sb else sb
+        if other.folder is not None and this.name == other.name:
+            strong, rule = f"its run name is the name of {other.folder or '.'}/", "same-name"
+    weak = None
+    moments = _same_moments(ta, tb)
+    if moments is not None and moments[1] > SAME_MOMENT_S:
+        return None  # both time the same steps, at other moments: two runs
+    if sa.version_name and sa.version_name == sb.version_name:
+        weak = f"both are the logger version {sa.version_name}"
+    elif moments is not None:
+        weak = f"both logged the same {moments[0]} steps at the same moments ({moments[1]:.2f} s apart at the median)"
+    shared, differ, steps = _compare(ta, tb)
+    evidence = (sa.evidence, sb.evidence)
+    names = f"{sa.folder + '/' if sa.folder else sa.name} and {sb.folder + '/' if sb.folder else sb.name}"
+    if differ:
+        return None  # one run's loggers record the same values
+    if shared >= MIN_SHARED_VALUES and (strong or weak):
+        because = "; ".join(x for x in (strong, weak) if x)
+        text = f"{names} are one run: {shared} values logged by both at {_span(steps)} are equal, and {because}"
+        return _Pair(sa.key, sb.key, 4 if strong else 3, text, "same-values", evidence)
+    if strong and shared == 0:
+        return _Pair(sa.key, sb.key, 2, f"{names} are one run: {strong}", rule, evidence)
+    return None
+
+
+def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], traces: dict[str, _Trace]) -> list[list[str]]:
+    """Groups of sources, one per run: a pair joins two groups unless it would give one run two
+    records of one logger, or one of its sources has two equally good partners of one kind."""
+    parent = {k: k for k in keys}
+
+    def find(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def loggers(k: str) -> frozenset[str]:
+        trace = traces.get(k)
+        return trace.loggers if trace is not None and trace.loggers else frozenset({sources[k].format})
+
+    best: dict[str, list[_Pair]] = {}
+    for pair in pairs:
+        for side in (pair.a, pair.b):
+            best.setdefault(side, []).append(pair)
+    ambiguous = set()
+    for side, found in best.items():
+        top = [p for p in found if p.score == found[0].score]
+        partners = [p.b if p.a == side else p.a for p in top]
+        kinds = [loggers(p) for p in partners]
+        if any(kinds[i] & kinds[j] for i in range(len(kinds)) for j in range(i + 1, len(kinds))):
+            ambiguous.add(side)
+    group_loggers = {k: set(loggers(k)) for k in keys}
+    for pair in pairs:
+        if pair.a in ambiguous or pair.b in ambiguous:
+            continue
+        ra, rb = find(pair.a), find(pair.b)
+        if ra == rb or group_loggers[ra] & group_loggers[rb]:
+            continue
+        parent[rb] = ra
+        group_loggers[ra] |= group_loggers.pop(rb)
+    groups: dict[str, list[str]] = {}
+    for k in keys:
+        groups.setdefault(find(k), []).append(k)
+    return [sorted(g) for _root, g in sorted(groups.items())]
+
+
+def _name(groups: list[list[str]], sources: dict[str, Source], campaign: Campaign, merged: Merged) -> None:
+    """Each run's id: the name its most directly named source proposes; a name two runs propose is
+    kept apart by their folders, or by an MLflow run's uuid (with an R10 problem when the runs'
+    parameters differ)."""
+    started = {f.run: f.started_at for f in campaign.run_facts if f.started_at is not None}
+
+    def naming(group: list[str]) -> Source:
+        return min((sources[k] for k in group),
+                   key=lambda s: (NAME_ORDER.index(s.format) if s.format in NAME_ORDER else len(NAME_ORDER), s.key))
+
+    by_name: dict[str, list[tuple[Source, list[str]]]] = {}
+    for group in groups:
+        source = naming(group)
+        by_name.setdefault(source.name, []).append((source, group))
+
+    def order(claimant: tuple[Source, list[str]]) -> tuple:
+        source = claimant[0]
+        at = started.get(source.key)
+        return (source.uuid is not None, at is None, at.timestamp() if at else 0.0, source.key)
+
+    taken: set[str] = set()
+    for name, claimants in sorted(by_name.items()):
+        first_params: dict[str, str] | None = None
+        folders = [s for s, _g in claimants if s.uuid is None]
+        for source, group in sorted(claimants, key=order):
+            if len(claimants) == 1 or (len(folders) == 1 and source is folders[0]):
+                run = name
+            elif source.uuid is None:
+                run = source.folder if source.folder else name
+            elif name not in taken:
+                run, first_params = name, source.params or {}
+            else:
+                run = f"{name}-{source.uuid[:8]}"
+                if first_params is not None and (source.params or {}) != first_params:
+                    merged.problems.append((source.evidence, (
+                        f"MLflow run name '{name}' is used again by run {source.uuid} with different parameters: "
+                        f"a changed configuration needs a new run name (R10); shown as '{run}'")))
+            while run in taken:  # a folder path that is also another run's name
+                run = f"{run} ({source.key})"
+            taken.add(run)
+            for key in group:
+                merged.renames[key] = run
+
+
+def rename(campaign: Campaign, renames: dict[str, str], texts: list[TextLog]) -> None:
+    """Give every record the id of the run its source became."""
+    if len(campaign.metrics):
+        campaign.metrics["run"] = campaign.metrics["run"].map(lambda r: renames.get(r, r))
+    lists = (campaign.run_events, campaign.evaluations, campaign.checkpoint_ops, campaign.reload_tests,
+             campaign.stops, campaign.run_facts, campaign.checkpoints, campaign.messages)
+    for items in lists:
+        for item in items:
+            if item.run is not None:
+                item.run = renames.get(item.run, item.run)
+    for text in texts:
+        if text.owner is not None:
+            text.owner = renames.get(text.owner, text.owner)
+
+
+# --- after the runs are built: kinds, captured logs, continuations, evaluations -------------
+
+def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: list[TextLog]) -> None:
+    """Decide what needs whole runs: their kind, which run each captured log belongs to, which run
+    continues which, and which training run each evaluation run evaluates."""
+    runs = campaign.runs
+    for run_id, run in runs.items():
+        run.identity = list(merged.decisions.get(run_id, []))
+        if run_id in merged.evaluation:
+            run.kind = "evaluation"
+            run.identity.append(merged.evaluation[run_id])
+    folders: dict[str, list[str]] = {}
+    for key, source in sources.items():
+        if source.folder is not None and key in merged.renames:
+            folders.setdefault(merged.renames[key], []).append(source.folder)
+    pending = _link_texts(campaign, texts, folders)
+    _own_runs(campaign, pending, texts)
+    _continuations(campaign)
+    pending = _link_by_chain(campaign, pending)
+    _attach_evaluations(campaign)
+    for (text, session), reason in sorted(pending.items(), key=lambda item: (item[0][0].path, item[0][1].index)):
+        lines = (session.first_line, session.last_line) if len(text.sessions) > 1 else None
+        campaign.unlinked.append(UnlinkedSource(text.path, reason, lines))
+    for run in runs.values():
+        run.formats = sorted(set(run.formats) | {f for f in _formats_of(campaign, run)})
+
+
+def _formats_of(campaign: Campaign, run: Run) -> set[str]:
+    formats = {info.path: info.format for info in campaign.inputs}
+    return {f for p in run.sources if (f := formats.get(p))}
+
+
+def _session_messages(text: TextLog, session: Session) -> list[LogMessage]:
+    if len(text.sessions) == 1:
+        return text.messages
+    return [m for m in text.messages if m.session == session.index]
+
+
+def _give(campaign: Campaign, text: TextLog, session: Session, run_id: str, decision: Decision) -> None:
+    run = campaign.runs[run_id]
+    text.linked[session.index] = run_id
+    for message in _session_messages(text, session):
+        message.run = run_id
+    if text.path not in run.sources:
+        run.sources.append(text.path)
+    run.identity.append(decision)
+
+
+def _where(text: TextLog, session: Session) -> str:
+    return text.path if len(text.sessions) == 1 else f"{text.path} (lines {session.first_line}–{session.last_line})"
+
+
+def _span_of(run: Run) -> tuple[datetime, datetime] | None:
+    end = run.ended_at or run.last_seen_at
+    return (run.started_at, end) if run.started_at is not None and end is not None else None
+
+
+def _flat(config: dict | None) -> dict[str, list[object]]:
+    """Every leaf of a configuration by its own key (hparams.width and params.width are both width)."""
+    out: dict[str, list[object]] = {}
+
+    def walk(value: object, key: str | None) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, str(k).rsplit(".", 1)[-1])
+        elif key is not None:
+            out.setdefault(key, []).append(value)
+
+    walk(config or {}, None)
+    return out
+
+
+def _same_value(printed: object, configured: object) -> bool:
+    if printed == configured and type(printed) is type(configured):
+        return True
+    try:
+        return math.isclose(float(str(printed)), float(str(configured)), rel_tol=1e-9)
+    except ValueError:
+        return str(printed) == str(configured)
+
+
+def _printed_matches(mapping: dict, run: Run) -> bool:
+    flat = _flat(plain_config(run.config or {}))
+    shared = [k for k in mapping if k in flat]
+    return len(shared) >= 2 and all(any(_same_value(mapping[k], v) for v in flat[k]) for k in shared)
+
+
+def _by_clock(session: Session, candidates: list[Run]) -> tuple[list[str], str, tuple[Evidence, ...]]:
+    counts = {}
+    for run in candidates:
+        span = _span_of(run)
+        if span is not None and session.times:
+            counts[run.id] = sum(1 for t in session.times if span[0] <= t <= span[1])
+    top = max(counts.values(), default=0)
+    if top == 0 or top * 2 < len(session.times):
+        return [], "", ()
+    best = sorted(r for r, n in counts.items() if n == top)
+    text = f"{top} of its {len(session.times)} clock times lie within the run's logged span"
+    return best, text, ()
+
+
+def _by_path(session: Session, candidates: list[Run], folders: dict[str, list[str]],
+             path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
+    named: dict[str, tuple[int, str]] = {}
+    for line, value in session.paths:
+        for run in candidates:
+            for folder in folders.get(run.id, []):
+                if _contains(value, folder) and run.id not in named:
+                    named[run.id] = (line, value)
+    if not named:
+        return [], "", ()
+    hits = sorted(named)
+    line, value = named[hits[0]]
+    return hits, f"it names {value} (line {line}), inside the run's folder", (Evidence(path, line),)
+
+
+def _by_hparams(session: Session, candidates: list[Run], path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
+    for line, mapping in session.mappings:
+        hits = sorted(r.id for r in candidates if _printed_matches(mapping, r))
+        if hits:
+            shown = ", ".join(f"{k}={mapping[k]!r}" for k in list(mapping)[:4])
+            return hits, f"the hyperparameters it prints at line {line} ({shown}) are the run's", (Evidence(path, line),)
+    return [], "", ()
+
+
+AMBIGUOUS = {"clock-times": "its clock times fit {runs} alike", "named-path": "it names the folders of {runs}",
+             "printed-hparams": "the hyperparameters it prints match {runs} alike"}
+
+
+def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, list[str]]) -> dict[tuple, str]:
+    """Each session of a log outside every run folder goes to the one run its clock times, the paths
+    it names or the hyperparameters it prints tie it to (in that order, each narrowing the last)."""
+    pending: dict[tuple, str] = {}
+    runs = [r for r in campaign.runs.values()]
+    for text in texts:
+        if text.owner is not None:
+            continue
+        for session in text.sessions:
+            candidates = runs
+            said: list[str] = []
+            chosen: tuple[str, str, str, tuple[Evidence, ...]] | None = None
+            for rule, found in (("clock-times", lambda c: _by_clock(session, c)),
+                                ("named-path", lambda c: _by_path(session, c, folders, text.path)),
+                                ("printed-hparams", lambda c: _by_hparams(session, c, text.path))):
+                hits, why, evidence = found(candidates)
+                if not hits:
+                    continue
+                if len(hits) == 1:
+                    chosen = (hits[0], rule, why, evidence)
+                    break
+                said.append(AMBIGUOUS[rule].format(runs=" and ".join(hits)))
+                candidates = [r for r in candidates if r.id in hits]
+            if chosen is not None:
+                run_id, rule, why, evidence = chosen
+                decision = Decision("linked", rule, f"{_where(text, session)} is this run's log: {why}",
+                                    (Evidence(text.path, session.first_line), *evidence))
+                _give(campaign, text, session, run_id, decision)
+            else:
+                pending[(text, session)] = ("no evidence ties it to one run: " + "; ".join(said) if said else
+                                            "no clock time, path or printed hyperparameters tie it to a run")
+    return pending
+
+
+def _own_runs(campaign: Campaign, pending: dict[tuple, str], texts: list[TextLog]) -> None:
+    """A log that trained (it shows steps), with no run of any other source in its folder, is a run of its own."""
+    for text in texts:
+        sessions = [s for s in text.sessions if (text, s) in pending]
+        if not sessions or len(sessions) != len(text.sessions) or not any(s.steps for s in sessions):
+            continue
+        if text.name is None or _runs_below(campaign, text.folder, text.path):
+            continue
+        run = campaign.runs.setdefault(text.name, Run(id=text.name))
+        decision = Decision("merged", "own-log", f"{text.path} shows training steps and no other source describes "
+                            "a run in its folder: a run of its own, named by the log", (Evidence(text.path),))
+        for session in sessions:
+            _give(campaign, text, session, run.id, decision)
+            del pending[(text, session)]
+        run.identity = [decision]
+        for message in text.messages:
+            if message.step is not None:
+                run.first_step = message.step if run.first_step is None else min(run.first_step, message.step)
+                run.last_step = message.step if run.last_step is None else max(run.last_step, message.step)
+    campaign.runs = dict(sorted(campaign.runs.items()))
+
+
+def _runs_below(campaign: Campaign, folder: str, path: str) -> list[str]:
+    """Runs with a source in `folder` or below it (the log itself aside)."""
+    prefix = f"{folder}/" if folder else ""
+    return sorted(r.id for r in campaign.runs.values()
+                  if any(p != path and p.startswith(prefix) for p in r.sources))
+
+
+def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple, str]:
+    """Sessions still unlinked: the process that restored a run's checkpoint is the run that continues
+    it; a log in a folder holding one run, or one chain of continuations with as many processes as
+    the log has sessions, belongs to it, session by session in the order the continuations prove."""
+    continued_by: dict[str, list[str]] = {}
+    for run in campaign.runs.values():
+        if run.resumes:
+            continued_by.setdefault(run.resumes, []).append(run.id)
+    for (text, session) in list(pending):
+        for message in _session_messages(text, session):
+            if message.kind != "resumed" or not message.target:
+                continue
+            check = _checkpoint_named(message.target, campaign.checkpoints)
+            followers = continued_by.get(check.run, []) if check is not None else []
+            if check is not None and len(followers) == 1:
+                text_ = (f"{_where(text, session)} restored {check.path} (line {message.evidence.line}), and this run "
+                         f"is the one that continues {check.run}")
+                _give(campaign, text, session, followers[0],
+                      Decision("linked", "restored-checkpoint", text_, (message.evidence,), other=check.run))
+                del pending[(text, session)]
+                break
+    by_text: dict[str, list[tuple[TextLog, Session]]] = {}
+    for text, session in pending:
+        by_text.setdefault(text.path, []).append((text, session))
+    for items in by_text.values():
+        text = items[0][0]
+        below = [r for r in _runs_below(campaign, text.folder, text.path) if campaign.runs[r].kind == "training"]
+        if len(below) == 1:
+            for text_, session in items:
+                why = f"{_where(text_, session)} lies in {text.folder or 'LOGS'}/, which holds this run alone"
+                _give(campaign, text_, session, below[0], Decision("linked", "only-run-below", why, (Evidence(text.path),)))
+                del pending[(text_, session)]
+            continue
+        chain = _one_chain(campaign, below)
+        agrees = chain is not None and len(chain) == len(text.sessions) and all(
+            chain[index] == run_id for index, run_id in text.linked.items())
+        if chain is not None and agrees:
+            for text_, session in sorted(items, key=lambda i: i[1].index):
+                run_id = chain[session.index]
+                why = (f"{_where(text_, session)} is process {session.index + 1} of {len(chain)} in a log beside one chain "
+                       f"of continuations ({' → '.join(chain)}), which the continuations put in this order")
+                _give(campaign, text_, session, run_id, Decision("linked", "chain-sessions", why, (Evidence(text.path),)))
+                del pending[(text_, session)]
+    return pending
+
+
+def _one_chain(campaign: Campaign, run_ids: list[str]) -> list[str] | None:
+    """The runs as one line of continuations, oldest first, or None."""
+    if not run_ids:
+        return None
+    members = set(run_ids)
+    roots = [r for r in run_ids if campaign.runs[r].resumes not in members]
+    if len(roots) != 1:
+        return None
+    chain = [roots[0]]
+    while True:
+        nxt = [r for r in run_ids if campaign.runs[r].resumes == chain[-1]]
+        if len(nxt) > 1:
+            return None
+        if not nxt:
+            break
+        chain.append(nxt[0])
+    return chain if len(chain) == len(run_ids) else None
+
+
+def _checkpoint_named(target: str, checkpoints: list[Checkpoint]) -> Checkpoint | None:
+    """The checkpoint under LOGS a path from the training machine names: the longest common ending.
+
+    At least the checkpoint's own name and its folder must match (`run-1/checkpoint-20`)."""
+    parts = _parts(target)
+    best, best_len = None, 1
+    for check in checkpoints:
+        own = _parts(check.path)
+        common = 0
+        while common < min(len(own), len(parts)) and own[-1 - common] == parts[-1 - common]:
+            common += 1
+        if common > best_len:
+            best, best_len = check, common
+    return best
+
+
+@dataclass
+class _Claim:
+    rule: str
+    other: str
+    text: str
+    evidence: tuple[Evidence, ...]
+
+
+def _continuations(campaign: Campaign) -> None:
+    """Which run continues which, on positive evidence only; a configuration that differs is a new run (R10)."""
+    runs = campaign.runs
+    traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False)
+    checkpoints: dict[str, list[Checkpoint]] = {}
+    for check in campaign.checkpoints:
+        checkpoints.setdefault(check.run, []).append(check)
+    for run_id, run in runs.items():
+        if run.kind != "training":
+            continue
+        if run.resumes is not None:
+            start = next((e for e in campaign.run_events if e.run == run_id and e.kind == "start" and e.resumes), None)
+            text = f"its run_start names {run.resumes} as the run it resumes"
+            run.identity.append(Decision("resumes", "declared", text, (start.evidence,) if start else (), other=run.resumes))
+            continue
+        claims = [*_restore_claims(run, campaign), *_history_claims(run, runs, checkpoints, traces),
+                  *_step_claims(run, runs, checkpoints, traces)]
+        for claim in claims:
+            differs = config_differences(run.config, runs[claim.other].config)
+            if differs:
+                shown = ", ".join(differs[:4]) + (" …" if len(differs) > 4 else "")
+                run.identity.append(Decision("separate", claim.rule, (
+                    f"{claim.text}, but its configuration differs from {claim.other}'s ({shown}): "
+                    "a new run, not a continuation (R10)"), claim.evidence, other=claim.other))
+                continue
+            run.resumes = claim.other
+            run.identity.append(Decision("resumes", claim.rule, claim.text, claim.evidence, other=claim.other))
+            break
+
+
+def _restore_claims(run: Run, campaign: Campaign) -> list[_Claim]:
+    claims = []
+    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == "resumed" and m.target),
+                          key=lambda m: m.evidence):
+        check = _checkpoint_named(message.target or "", campaign.checkpoints)
+        if check is not None and check.run != run.id and check.run in campaign.runs:
+            claims.append(_Claim("restore-message", check.run, f"its log says it restored {check.path}, a checkpoint of "
+                                 f"{check.run} (line {message.evidence.line})", (message.evidence, check.evidence)))
+    return claims
+
+
+def _history_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Checkpoint]],
+                    traces: dict[str, _Trace]) -> list[_Claim]:
+    """A Trainer run resumed into a new output folder starts its log_history with the checkpoint's;
+    its own timed records (TensorBoard, MLflow) must start after that checkpoint, else it is a repeat."""
+    history = next((f.history for f in run.facts if f.history), None)
+    if not history:
+        return []
+    found: list[tuple[int, Checkpoint]] = []
+    for other_id, items in checkpoints.items():
+        if other_id == run.id or other_id not in runs:
+            continue
+        matching = [c for c in items if c.history and not c.final and len(c.history) < len(history)
+                    and history[:len(c.history)] == c.history]
+        if matching:
+            found.append((len(max(matching, key=lambda c: len(c.history or ())).history or ()),
+                          max(matching, key=lambda c: len(c.history or ()))))
+    if not found:
+        return []
+    found.sort(key=lambda item: -item[0])
+    if len(found) > 1 and found[0][0] == found[1][0]:
+        return []  # two runs' checkpoints hold the same history: nothing tells which one it resumed
+    check = found[0][1]
+    trace = traces.get(run.id)
+    own = trace.timed_first_step if trace is not None else None
+    if own is None or check.step is None or own <= check.step:
+        return []
+    text = (f"its log_history starts with the {found[0][0]} entries of {check.path}/trainer_state.json, and its own "
+            f"timed records start at step {own}, after that checkpoint's step {check.step}")
+    return [_Claim("log-history", check.run, text, (check.evidence, *(f.evidence for f in run.facts if f.history)))]
+
+
+def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Checkpoint]],
+                 traces: dict[str, _Trace]) -> list[_Claim]:
+    """A run of the same configuration whose first logged step is past the first step every run of it
+    logs, at or after a checkpoint of another run, and which starts after that run's last record."""
+    trace = traces.get(run.id)
+    if trace is None or trace.first_step is None:
+        return []
+    first = trace.first_step
+    options: list[tuple[int, str, Checkpoint, int]] = []
+    for other_id, other in runs.items():
+        if other_id == run.id or other.kind != "training" or config_differences(run.config, other.config) != []:
+            continue
+        theirs = traces.get(other_id)
+        if theirs is None or theirs.first_step is None:
+            continue
+        saved = [c for c in checkpoints.get(other_id, [])
+                 if c.step is not None and not c.final and theirs.first_step < c.step <= first]
+        if not saved:
+            continue
+        if theirs.timed() and trace.timed() and trace.t0 < theirs.t1:  # type: ignore[operator]
+            continue  # it started before the other run's last record: not its continuation
+        check = max(saved, key=lambda c: (c.step or 0, c.path))
+        options.append((check.step or 0, other_id, check, theirs.first_step))
+    if not options:
+        return []
+    options.sort(key=lambda o: (-o[0], o[1]))
+    if len(options) > 1 and options[0][0] == options[1][0]:
+        return []
+    step, other_id, check, their_first = options[0]
+    text = (f"same configuration; its first logged step ({first}) is past step {their_first}, the first step every "
+            f"run of this configuration logs, and follows {other_id}'s checkpoint at step {step} ({check.path})")
+    return [_Claim("step-continuity", other_id, text, (check.evidence, Evidence(run.sources[0]) if run.sources else check.evidence))]
+
+
+def _attach_evaluations(campaign: Campaign) -> None:
+    """An evaluation run at one step belongs to the training run that ended at that step just before
+    it started, with no other run starting in between."""
+    runs = campaign.runs
+    starts = sorted((r.started_at, r.id) for r in runs.values() if r.started_at is not None)
+    for run in runs.values():
+        if run.kind != "evaluation" or run.started_at is None or run.first_step is None or run.first_step != run.last_step:
+            continue
+        before = [(end, r.id) for r in runs.values()
+                  if r.kind == "training" and r.last_step == run.first_step
+                  and (end := r.ended_at or r.last_seen_at) is not None and end <= run.started_at]
+        if not before:
+            continue
+        end, trained = max(before)
+        between = [r for at, r in starts if end < at < run.started_at and r not in (run.id, trained)]
+        if between:
+            continue
+        gap = (run.started_at - end).total_seconds()
+        text = (f"it evaluates {trained}: its only step ({run.first_step}) is {trained}'s last, and it started "
+                f"{gap:.1f} s after {trained} ended, with no other run in between")
+        run.evaluates = trained
+        evidence = tuple(e for e in (run.start_evidence, runs[trained].end_evidence) if e is not None)
+        run.identity.append(Decision("evaluates", "after-training", text, evidence, other=trained))
+        runs[trained].identity.append(Decision("evaluates", "after-training", f"evaluated by {run.id} after training",
+                                               evidence, other=run.id))
