@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.ingest.torchfile import MAX_PICKLE_BYTES, UnreadablePickle, scan
+from reportgen.lfs import lfs_pointer
 
 MAX_HEADER = 100 << 20  # the safetensors format's own limit
 # Bits per element of every safetensors dtype.
@@ -183,9 +184,13 @@ def check_file(path: Path, rel: str, with_torch: bool) -> FileResult:
     start = time.perf_counter()
     size = path.stat().st_size
     with path.open("rb") as handle:
-        head = handle.read(8)
+        head = handle.read(1024)
     kind, notes = "other", []
     try:
+        pointer = lfs_pointer(head)
+        if pointer is not None:
+            kind = "git-lfs-pointer"
+            raise Invalid(pointer)
         if path.suffix == ".safetensors":
             kind, reason = "safetensors", check_safetensors(path)
         elif head.startswith((b"PK\x03\x04", b"PK\x05\x06")):

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import yaml
 
+from reportgen.lfs import lfs_pointer
 from reportgen.model import Campaign, ManifestEntry
 from reportgen.plan.schema import Plan
 from reportgen.probe import Invalid, check_safetensors, check_zip
@@ -99,11 +100,14 @@ def _sha256(path: Path) -> str:
 
 def reload_check(path: Path) -> str:
     """Read a file at format level; raise Invalid with the reason when it cannot be reloaded."""
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    pointer = lfs_pointer(head)
+    if pointer is not None:  # before any format check: a pointer is never the file it stands for
+        raise Invalid(pointer)
     suffix = path.suffix.lower()
     if suffix == ".safetensors":
         return check_safetensors(path)
-    with path.open("rb") as handle:
-        head = handle.read(4)
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         reason, _notes = check_zip(path)
         return reason
@@ -202,8 +206,11 @@ def _adapter(logs: Path, entry: ManifestEntry, files: list[FileReport]) -> list[
     reasons = []
     if not configs:
         reasons.append(f"no {ADAPTER_CONFIG}: the adapter cannot be loaded onto its base model")
-    if not any((d / w).is_file() for d in folders for w in ADAPTER_WEIGHTS):
+    weights = [d / w for d in folders for w in ADAPTER_WEIGHTS if (d / w).is_file()]
+    if not weights:
         reasons.append(f"no adapter weights ({' or '.join(ADAPTER_WEIGHTS)})")
+    elif all(_is_pointer(w) for w in weights):
+        reasons.append(f"the adapter weights ({', '.join(w.name for w in weights)}) are Git LFS pointers, not the files")
     for config in configs[:1]:
         try:
             data = json.loads(config.read_text(encoding="utf-8"))
@@ -218,6 +225,11 @@ def _adapter(logs: Path, entry: ManifestEntry, files: list[FileReport]) -> list[
         elif not (isinstance(revision, str) and COMMIT.match(revision)):
             reasons.append(f"{ADAPTER_CONFIG} revision {revision!r} is a branch or tag, not a commit hash: it can move")
     return reasons
+
+
+def _is_pointer(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return lfs_pointer(handle.read(1024)) is not None
 
 
 def _id_file(logs: Path, path: str) -> tuple[list[str] | None, str | None]:

@@ -22,6 +22,7 @@ from reportgen.analysis.runs import (
     run_time,
 )
 from reportgen.analysis.schedule import ScheduleReport, reconcile
+from reportgen.analysis.status import RunStatus, run_status
 from reportgen.analysis.stops import Ledger
 from reportgen.analysis.variance import (
     Gap,
@@ -31,7 +32,6 @@ from reportgen.analysis.variance import (
     campaign_variance,
     explain,
 )
-from reportgen.analysis.status import RunStatus, run_status
 from reportgen.analysis.verdicts import (
     VariantResult,
     Verdict,

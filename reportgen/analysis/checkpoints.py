@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import pandas as pd
+
 from reportgen.model import (
     Campaign,
     CheckpointOp,
@@ -67,6 +69,7 @@ class RunCheckpoint:
     transfers: list[CheckpointOp] = field(default_factory=list)
     restores: list[CheckpointOp] = field(default_factory=list)
     final: bool = False  # the model saved at the end of training (weights only, as a rule)
+    timed_by: Evidence | None = None  # for a checkpoint found on disk: the record that times its step
 
     def lacking(self, required: Sequence[str]) -> list[str]:
         """Required parts the checkpoint is known not to hold."""
@@ -152,13 +155,35 @@ def run_checkpoints(campaign: Campaign) -> dict[str, list[RunCheckpoint]]:
             if target is not None:
                 (target.transfers if op.op == "transfer" else target.restores).append(op)
     result: dict[str, list[RunCheckpoint]] = {}
+    frames = campaign.frames_by_run()
     for run, items in out.items():
         ordered = sorted(items.values(), key=lambda c: (c.step is None, c.step or 0, c.final, c.path))
         for check in ordered:
             check.reload_tests = [t for t in campaign.reload_tests if t.path and same_path(t.path, check.path)]
             check.evidence.sort()
+        _time_from_records(ordered, frames.get(run))
         result[run] = ordered
     return result
+
+
+def _time_from_records(checkpoints: list[RunCheckpoint], frame: pd.DataFrame | None) -> None:
+    """A checkpoint found on disk keeps no time; the record of its step in any source that keeps clock
+    times (TensorBoard, MLflow) does: the save came right after that step."""
+    if frame is None or not any(c.at is None and c.step is not None for c in checkpoints):
+        return
+    timed = frame[frame["ts"].notna() & frame["step"].notna()]
+    if not len(timed):
+        return
+    steps = timed["step"].to_numpy(dtype="int64")
+    for check in checkpoints:
+        if check.at is not None or check.step is None or check.final:
+            continue
+        at_step = timed[steps == check.step]
+        if not len(at_step):
+            continue
+        row = at_step.loc[at_step["ts"].idxmax()]
+        check.at = row["ts"].to_pydatetime()
+        check.timed_by = Evidence(str(row["path"]), None if pd.isna(row["line"]) else int(row["line"]))
 
 
 def _find(path: str, run: str, checkpoints: list[RunCheckpoint]) -> RunCheckpoint | None:

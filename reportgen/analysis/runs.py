@@ -136,12 +136,30 @@ def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> 
 
 
 def total_steps(run: Run) -> tuple[int, str] | None:
-    """How many steps a full run takes, when the run's config (or its Lightning hyperparameters) says."""
+    """How many steps a full run takes, from every source that names it: a Trainer's trainer_state.json,
+    Lightning hyperparameters, MLflow parameters (strings), the run's own config."""
+    stated = sorted(((f.max_steps, f.evidence) for f in run.facts if f.max_steps), key=lambda s: (s[1], s[0]))
+    if stated:
+        return stated[0][0], f"max_steps in {stated[0][1].path}"
     config = run.config or {}
-    nested = config.get("hparams")
-    for where, source in (("", config), ("hparams.", nested if isinstance(nested, dict) else {})):
+    for where in ("", "hparams.", "params."):
+        source = config.get(where.rstrip(".")) if where else config
+        if not isinstance(source, dict):
+            continue
         for key in TOTAL_STEP_KEYS:
-            value = source.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            value = _steps(source.get(key))
+            if value is not None:
                 return value, where + key
+    return None
+
+
+def _steps(value: object) -> int | None:
+    """A positive whole number of steps, also as MLflow writes every parameter: a string."""
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
     return None

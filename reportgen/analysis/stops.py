@@ -151,6 +151,10 @@ class _RunRows:
         return step, at, Evidence(str(row["path"]), line)
 
 
+def _at_step(step: int | None) -> str:
+    return f" at step {step}" if step is not None else " (in a record with no step)"
+
+
 def _rule_applies(rule: StopRule, variant: str | None) -> bool:
     return rule.variants is None or variant in rule.variants
 
@@ -197,7 +201,7 @@ def _below_threshold(rule: StopRule, plan: Plan, rows: _RunRows | None) -> Firin
         step, at, where = rows.where(position)
         op = ">" if worse_is_higher else "<"
         after = f" (checked from step {rule.after_step})" if rule.after_step else ""
-        return Firing(step, at, f"{column} {values[position]:.4g} {op} {threshold:g} at step {step}{after}", [where])
+        return Firing(step, at, f"{column} {values[position]:.4g} {op} {threshold:g}{_at_step(step)}{after}", [where])
     return None
 
 
@@ -212,7 +216,7 @@ def _truncation(rule: StopRule, rows: _RunRows | None, messages: list[LogMessage
             position = rows.first(logged & np.isfinite(values) & (values > 0))
             if position is not None:
                 step, at, where = rows.where(position)
-                candidates.append(Firing(step, at, f"{column} = {values[position]:g} at step {step}: inputs were cut", [where]))
+                candidates.append(Firing(step, at, f"{column} = {values[position]:g}{_at_step(step)}: inputs were cut", [where]))
     cut = sorted((m for m in messages if m.kind == "truncation"), key=_message_order)
     if cut:
         said = cut[0]

@@ -206,7 +206,8 @@ def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, 
             step.add(cause, _ended(record.seconds, record.at, step.lo), record.evidence)
     if status.status == "interrupted":
         crash = run.last_seen_at or end
-        step.add("lost work", step.clip(last_save_before(run, crash, checkpoints), crash), *(status.evidence or run_evidence(run)))
+        step.add("lost work", step.clip(last_save_before(run, crash, checkpoints), crash),
+                 *(status.evidence or run_evidence(run)), *_save_evidence(run, crash, checkpoints))
         if following is not None and following[1] > crash:
             step.add("downtime", step.clip(crash, following[1]),
                      *([following[0].start_evidence] if following[0].start_evidence else run_evidence(following[0])))
@@ -292,9 +293,17 @@ def between_steps(schedule: ScheduleReport) -> list[Gap]:
 
 
 def last_save_before(run: Run, crash: datetime, checkpoints: dict[str, list[RunCheckpoint]]) -> datetime:
-    """When the work an interrupted run lost began: its last checkpoint before the crash, else its start."""
+    """When the work an interrupted run lost began: its last checkpoint before the crash (a save's
+    logged time, or the time any source gives that checkpoint's step), else its start."""
     saved = [c.at for c in checkpoints.get(run.id, []) if c.at is not None and c.at <= crash]
     return max(saved, default=run.started_at or crash)
+
+
+def _save_evidence(run: Run, crash: datetime, checkpoints: dict[str, list[RunCheckpoint]]) -> list[Evidence]:
+    """The record that times the last checkpoint before the crash, when the checkpoint itself keeps no time."""
+    saved = [c for c in checkpoints.get(run.id, []) if c.at is not None and c.at <= crash]
+    last = max(saved, key=lambda c: c.at or crash, default=None)
+    return [last.timed_by] if last is not None and last.timed_by is not None else []
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -223,21 +222,3 @@ def row_kind(names: list[str]) -> str:
     """`eval` when every metric of a row (progress counters aside) is an evaluation metric, else `train`."""
     measured = [n for n in names if n not in PROGRESS_KEYS]
     return "eval" if measured and all(is_eval(n) for n in measured) else "train"
-
-
-# A Git LFS pointer (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md): what a clone
-# without `git lfs pull` holds in place of a large file.
-_LFS_POINTER = re.compile(rb"\Aversion https://git-lfs\.github\.com/spec/v1\n(?:[a-z0-9.-]+ [^\n]*\n)*?"
-                          rb"oid (sha256:[0-9a-f]{64})\n(?:[a-z0-9.-]+ [^\n]*\n)*?size (\d+)\n")
-LFS_FORMAT = "git-lfs-pointer"
-
-
-def lfs_pointer(head: bytes) -> str | None:
-    """What a Git LFS pointer stands for ("a Git LFS pointer, not the file: ..."), or None for any other file."""
-    if len(head) > 1024 or not head.startswith(b"version https://git-lfs"):
-        return None
-    match = _LFS_POINTER.match(head)
-    if match is None:
-        return None
-    oid, size = match.group(1).decode(), int(match.group(2))
-    return f"a Git LFS pointer, not the file ({size:,} bytes, {oid[:19]}…): fetch it with `git lfs pull`"

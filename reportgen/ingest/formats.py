@@ -25,8 +25,9 @@ from reportgen.ingest import (
     tensorboard,
     textlog,
 )
-from reportgen.ingest.common import LFS_FORMAT, Reading, lfs_pointer
+from reportgen.ingest.common import Reading
 from reportgen.ingest.identity import Source, TextLog
+from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
     Decision,
     Evaluation,

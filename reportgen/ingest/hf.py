@@ -168,6 +168,7 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
                      history=parsed.get("history"))
     stop = _early_stop(run, rel, parsed, state, global_step, max_steps, should_stop)
     of = f" of {max_steps}" if max_steps else ""
+    at = f"at step {global_step}{of}" if global_step is not None else "with no global_step"
     if stop is not None:
         facts.status, facts.reason = "stopped", stop.reason
         facts.evidence = stop.evidence
@@ -176,7 +177,7 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
     elif max_steps and global_step is not None and global_step >= max_steps:
         facts.status, facts.reason = "completed", f"global_step {global_step} reached max_steps {max_steps}"
     else:
-        facts.reason = f"no final training summary; the last state is at step {global_step}{of}"
+        facts.reason = f"no final training summary; the last state is {at}"
     best_metric = state.get("best_metric")
     best_path = state.get("best_model_checkpoint")
     if is_number(best_metric) or isinstance(best_path, str):

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
-
 import re
+from pathlib import Path
 
 from reportgen.ingest.common import MetricRows, decode_text, read_mapping, row_kind
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file

@@ -1,0 +1,301 @@
+"""Who is who: which files are one run, which run continues which, how each ended, on campaigns the
+real libraries wrote (tests/fixtures/campaigns/, made by tests/fixtures/make_fixtures.py).
+
+Every rule is tested where it must fire and where it must not (a counter-example beside it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.analysis import analyse
+from reportgen.analysis.checkpoints import run_checkpoints
+from reportgen.analysis.runs import total_steps
+from reportgen.cli import cli
+from reportgen.ingest import ingest
+from reportgen.ingest.identity import config_id
+from reportgen.plan.schema import Plan
+from reportgen.render.inspect import build_inspect
+
+CAMPAIGNS = Path(__file__).parent / "fixtures" / "campaigns"
+LIGHTNING = CAMPAIGNS / "lightning-loggers"
+TRAINER = CAMPAIGNS / "trainer-mlflow"
+V = "lightning_logs/version_{}".format
+
+
+def runs_of(data: dict) -> dict[str, dict]:
+    return {r["id"]: r for r in data["runs"]}
+
+
+def rules(run: dict, decision: str) -> list[str]:
+    return [d["rule"] for d in run["identity"] if d["decision"] == decision]
+
+
+def copy_without(source: Path, target: Path, *left_out: str) -> Path:
+    """A copy of a fixture campaign without some of its files or folders (the fixture is never touched)."""
+    shutil.copytree(source, target, ignore=lambda folder, names: [
+        n for n in names if (Path(folder) / n).relative_to(source).as_posix() in left_out])
+    return target
+
+
+@pytest.fixture(scope="module")
+def lightning() -> dict:
+    return build_inspect(ingest(LIGHTNING))
+
+
+@pytest.fixture(scope="module")
+def trainer() -> dict:
+    return build_inspect(ingest(TRAINER))
+
+
+# --- Lightning: CSVLogger and TensorBoardLogger in one Trainer, five versions -----------------
+
+def test_one_fit_logged_by_two_loggers_is_one_run(lightning):
+    runs = runs_of(lightning)
+    assert sorted(runs) == [V(n) for n in range(5)]  # not ten runs, and no tb_logs/... id
+    for n in range(5):
+        run = runs[V(n)]
+        assert run["formats"][:2] == ["lightning-csv", "tensorboard"]
+        assert f"{V(n)}/metrics.csv" in run["sources"]
+        assert any(s.startswith(f"tb_logs/{V(n)}/events.out.tfevents.") for s in run["sources"])
+        assert rules(run, "merged").count("same-values") == 1
+        assert run["started_at"] is not None  # the clock times are TensorBoard's, the steps both loggers'
+
+
+def test_a_csv_version_and_a_tensorboard_version_of_equal_values_stay_apart_without_a_second_tie(tmp_path):
+    """Counter-example: version_4 repeats version_0 (same configuration and seed), so their values are
+    equal; with version_0's events and version_4's metrics.csv gone, nothing but the values ties the
+    remaining two, and they are not merged."""
+    logs = copy_without(LIGHTNING, tmp_path / "logs", f"tb_logs/{V(0)}", V(4))
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert runs[V(0)]["formats"] == ["lightning-csv"]
+    assert runs[V(4)]["formats"] == ["lightning-csv", "tensorboard"]
+    assert "same-values" not in rules(runs[V(0)], "merged")
+
+
+def test_versions_of_other_configurations_are_never_continuations(lightning):
+    """CSVLogger's first row is at step 39 or 49, past 0, in every version; version order is no evidence."""
+    runs = runs_of(lightning)
+    for n in (0, 1, 2, 4):
+        assert runs[V(n)]["resumes"] is None, V(n)
+        assert runs[V(n)]["first_step"] > 0
+    assert runs[V(3)]["resumes"] == V(1)  # the real continuation, same width 64, from its last.ckpt (step 100)
+
+
+def test_clean_versions_are_completed_and_the_continued_one_interrupted(lightning):
+    runs = runs_of(lightning)
+    assert {n: runs[V(n)]["status"] for n in range(5)} == {
+        0: "completed", 1: "interrupted", 2: "completed", 3: "completed", 4: "completed"}
+    assert f"{V(3)} continues it" in runs[V(1)]["status_reason"]
+
+
+def test_a_continuation_is_found_by_its_steps_when_no_log_says_so(tmp_path):
+    logs = copy_without(LIGHTNING, tmp_path / "logs", "killed.log")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert runs[V(3)]["resumes"] == V(1)
+    assert rules(runs[V(3)], "resumes") == ["step-continuity"]
+    assert "follows lightning_logs/version_1's checkpoint at step 100" in runs[V(3)]["identity"][-1]["text"]
+    # the repeat of version_0 starts where every run of its configuration starts: no continuation
+    assert runs[V(4)]["resumes"] is None and runs[V(1)]["status"] == "interrupted"
+
+
+def test_captured_stdout_beside_the_versions_is_linked_on_evidence(lightning):
+    runs = runs_of(lightning)
+    assert rules(runs[V(1)], "linked") == ["clock-times"]  # killed.log, the first process
+    assert rules(runs[V(3)], "linked") == ["clock-times"]  # killed.log, the process that resumed it
+    assert rules(runs[V(2)], "linked") == ["printed-hparams"]  # wide.log prints width 256
+    assert rules(runs[V(4)], "linked") == ["named-path"]  # repeat.log names version_4/checkpoints
+    assert "killed.log" in runs[V(1)]["sources"] and "killed.log" in runs[V(3)]["sources"]
+    assert rules(runs[V(3)], "resumes") == ["restore-message"]
+
+
+def test_logs_no_evidence_ties_to_one_run_are_listed_apart_never_runs(lightning):
+    """baseline.log prints hyperparameters that version_0 and its repeat version_4 share; plot.log is a
+    plotting script's crash. Neither becomes a run, and neither is given to a run."""
+    apart = {u["path"]: u for u in lightning["unlinked"]}
+    assert sorted(apart) == ["baseline.log", "plot.log"]
+    assert f"match {V(0)} and {V(4)} alike" in apart["baseline.log"]["reason"]
+    assert [m["kind"] for m in apart["plot.log"]["messages"]] == ["traceback"]
+    assert not any("baseline.log" in r["sources"] or "plot.log" in r["sources"] for r in lightning["runs"])
+
+
+def test_inspect_shows_each_decision_with_its_rule(lightning):
+    result = CliRunner().invoke(cli, ["inspect", str(LIGHTNING)])
+    assert result.exit_code == 0
+    assert "Runs (5 training)" in result.output
+    assert f"resumes [restore-message]: its log says it restored {V(1)}/checkpoints/last.ckpt" in result.output
+    assert "Logs that belong to no run (2)" in result.output
+    data = json.loads(CliRunner().invoke(cli, ["inspect", str(LIGHTNING), "--json"]).output)
+    decision = next(d for d in runs_of(data)[V(3)]["identity"] if d["decision"] == "resumes")
+    assert decision["other"] == V(1) and decision["evidence"][0]["path"] == "killed.log"
+
+
+# --- Trainer + PEFT with TensorBoard and MLflow ------------------------------------------------
+
+TRAINING = ["base-a", "base-a2", "base-b", "early", "killed", "killed-resume", "older"]
+
+
+def test_the_training_runs_are_found_and_evaluate_runs_are_marked(trainer):
+    runs = runs_of(trainer)
+    assert sorted(r for r, run in runs.items() if run["kind"] == "training") == TRAINING
+    evaluations = {r: run for r, run in runs.items() if run["kind"] == "evaluation"}
+    assert sorted(run["evaluates"] for run in evaluations.values()) == ["base-a", "base-b"]
+    for run in evaluations.values():
+        assert rules(run, "kind") == ["no-training-step"] and rules(run, "evaluates") == ["after-training"]
+
+
+def test_a_trainer_folder_and_its_mlflow_run_are_one_run(trainer):
+    runs = runs_of(trainer)
+    for name in ("base-a", "base-a2", "base-b", "early", "killed", "killed-resume"):
+        assert "mlflow-sqlite" in runs[name]["formats"], name
+        assert rules(runs[name], "merged").count("same-values") == 1
+    # MLflow named all six 'overjoyed-slug-911' (the seed is set before it picks a name): no problem
+    assert not any(r.startswith("overjoyed") for r in runs)
+    assert not any("R10" in p["message"] for p in trainer["problems"])
+
+
+def test_a_run_resumed_into_a_new_output_dir_continues_the_killed_run(trainer):
+    runs = runs_of(trainer)
+    assert runs["killed-resume"]["resumes"] == "killed"
+    assert rules(runs["killed-resume"], "resumes") == ["log-history"]
+    assert runs["killed"]["status"] == "interrupted"
+
+
+def test_a_repeat_with_the_same_history_is_not_a_continuation(trainer):
+    """Counter-example: base-a2 repeats base-a (same configuration and seed), so its log_history starts
+    with base-a's checkpoints' entries; its own TensorBoard starts at step 5, so it trained them itself."""
+    runs = runs_of(trainer)
+    assert runs["base-a2"]["resumes"] is None and runs["base-a"]["resumes"] is None
+
+
+def test_early_stopping_is_a_stop_by_the_training_loop(trainer):
+    early = runs_of(trainer)["early"]
+    assert early["status"] == "stopped"
+    assert early["status_reason"].startswith("EarlyStoppingCallback stopped training at step 30 of 200")
+    assert "patience 2" in early["status_reason"]
+    assert early["status_evidence"][0]["path"] == "out/early/trainer_state.json"
+
+
+def test_a_second_events_file_of_the_same_process_is_not_a_restart(trainer):
+    base = runs_of(trainer)["base-a"]
+    assert not any(m["kind"] == "resumed" for m in base["messages"])
+    assert rules(base, "merged").count("same-process") == 1
+
+
+def test_an_older_trainer_folder_at_max_steps_is_completed(tmp_path):
+    logs = copy_without(TRAINER, tmp_path / "logs", "logs/older.log")
+    older = runs_of(build_inspect(ingest(logs)))["older"]
+    assert older["status"] == "completed"
+    assert "global_step 30 reached max_steps 30" in older["status_reason"]
+
+
+def test_a_checkpoint_only_folder_short_of_max_steps_is_unknown_not_interrupted(tmp_path):
+    """Counter-example: with its last checkpoint gone, nothing says how the run ended."""
+    logs = copy_without(TRAINER, tmp_path / "logs", "logs/older.log", "out/older/checkpoint-30")
+    older = runs_of(build_inspect(ingest(logs)))["older"]
+    assert older["status"] == "unknown"
+    assert "the last state is at step 20 of 30" in older["status_reason"]
+
+
+def test_an_evaluation_run_at_no_training_run_s_last_step_is_not_attached(tmp_path):
+    logs = copy_without(TRAINER, tmp_path / "logs")
+    with sqlite3.connect(logs / "mlflow.db") as db:
+        db.execute("update metrics set step = 12 where run_uuid in (select run_uuid from runs where run_uuid not in "
+                   "(select run_uuid from params))")
+    runs = runs_of(build_inspect(ingest(logs)))
+    evaluations = [r for r in runs.values() if r["kind"] == "evaluation"]
+    assert len(evaluations) == 2 and all(r["evaluates"] is None for r in evaluations)
+
+
+def test_a_trainer_state_cut_off_mid_file_is_a_cut_and_no_reason_says_step_none(tmp_path, trainer, lightning):
+    logs = copy_without(TRAINER / "out" / "killed", tmp_path / "logs" / "killed")
+    state = logs / "checkpoint-20" / "trainer_state.json"
+    text = state.read_text()
+    state.write_text(text[:text.index('"log_history"') + 300])  # the writer died inside log_history
+    run = runs_of(build_inspect(ingest(tmp_path / "logs")))["killed"]
+    assert run["status"] == "interrupted" and "cut off mid-record" in run["status_reason"]
+    for data in (trainer, lightning, build_inspect(ingest(tmp_path / "logs"))):
+        assert not any("step None" in r["status_reason"] for r in data["runs"])
+
+
+def test_config_ids_leave_out_keys_that_name_a_run():
+    base = {"params": {"learning_rate": "0.005", "output_dir": "/runs/a", "run_name": "a"}, "hparams": {"width": 32}}
+    named_otherwise = {"params": {"learning_rate": "0.005", "output_dir": "/x/b", "run_name": "b"}, "hparams": {"width": 32}}
+    assert config_id(base) == config_id(named_otherwise)
+    assert config_id(base) != config_id({**base, "hparams": {"width": 64}})  # counter-example: a setting differs
+
+
+def test_one_configuration_has_one_config_id_whatever_names_its_runs(trainer):
+    assert "output_dir" in ingest(TRAINER).runs["base-a"].config["params"]  # MLflow's parameters are its config
+    runs = runs_of(trainer)
+    assert runs["base-a"]["config_id"] == runs["base-a2"]["config_id"]  # output_dir is all they differ in
+    assert runs["base-a"]["config_id"] != runs["base-b"]["config_id"]  # LoRA rank 4 and 8
+    assert runs["killed"]["config_id"] != runs["base-a"]["config_id"]  # another learning rate
+
+
+def test_figures_come_from_the_best_evidence():
+    campaign = ingest(TRAINER)
+    # total steps from trainer_state.json's max_steps, and from MLflow's string parameters alone
+    assert total_steps(campaign.runs["early"])[0] == 200
+    for fmt, where in (("hf-trainer", "out/early/trainer_state.json"), ("mlflow-sqlite", "mlflow.db")):
+        alone = copy.deepcopy(campaign.runs["early"])
+        alone.facts = [f for f in alone.facts if f.format == fmt]
+        alone.config = None
+        assert total_steps(alone) == (200, f"max_steps in {where}")
+    # evaluation time from eval_runtime
+    assert all(e.seconds is not None and e.seconds > 0 for e in campaign.evaluations if e.run == "base-a")
+    # a checkpoint found on disk is timed by the record of its step (TensorBoard or MLflow)
+    checks = {c.step: c for c in run_checkpoints(campaign)["killed"]}
+    assert checks[20].at is not None and checks[20].timed_by is not None
+
+
+def test_a_variant_whose_completed_run_has_no_quality_value_is_not_evaluated(sample_plan_data, lightning):
+    """The false negative: a completed run with no value of the quality metric was 'evaluated and fell short'."""
+    data = copy.deepcopy(sample_plan_data)
+    data["variants"] = [
+        {"id": "narrow", "role": "control", "category": "required", "runs": [V(0)]},
+        {"id": "wide", "role": "variant", "category": "required", "runs": [V(2)]},
+    ]
+    data["schedule"] = {"steps": [{"id": "all", "resource": "gpu0", "hours": 10, "runs": ["*"]}]}
+    data["decision_points"], data["deliverables"] = [], []
+    data["stop_rules"] = [{"id": "S1", "kind": "non_finite", "description": "loss not finite"}]
+    analysis = analyse(Plan.model_validate(data), ingest(LIGHTNING))
+    verdicts = {v.variant.id: v.verdict for v in analysis.variants}
+    assert verdicts == {"narrow": "not_evaluated", "wide": "not_evaluated"}  # no eval_rougeL anywhere
+    assert analysis.verdict.verdict == "inconclusive"
+
+
+# --- Git LFS pointers ---------------------------------------------------------------------------
+
+def test_git_lfs_pointers_are_named_and_never_read_as_the_file():
+    data = build_inspect(ingest(CAMPAIGNS / "lfs-clone"))
+    pointers = [i for i in data["inputs"] if i["format"] == "git-lfs-pointer"]
+    assert len(pointers) == 25
+    messages = [p["message"] for i in data["inputs"] for p in i["problems"]]
+    assert all(m.startswith("a Git LFS pointer, not the file") for m in messages)
+    assert not any("JSON" in m or "CRC" in m for m in messages)
+    trainer = [c for c in data["checkpoints"] if c["run"] == "base-a"]
+    assert [c["step"] for c in trainer] == [10, 20, 30]  # the final model's weights are a pointer: not listed
+    for check in trainer:
+        assert not any(check["resume_state"].values())
+        assert "a Git LFS pointer, not the file" in check["resume_basis"]["optimizer"]
+    lightning = [c for c in data["checkpoints"] if c["run"] == V(0)]
+    assert lightning and all(set(c["resume_state"].values()) == {None} for c in lightning)
+    assert sorted(c["step"] for c in lightning if c["step"] is not None) == [50, 100, 150]
+
+
+def test_a_deliverable_that_is_a_git_lfs_pointer_is_not_a_verified_output(tmp_path):
+    from reportgen.model import Evidence, ManifestEntry
+    from reportgen.verify import check_paths
+
+    logs = copy_without(CAMPAIGNS / "lfs-clone", tmp_path / "logs")
+    entry = ManifestEntry("adapter", "adapter", ["base-a/adapter_model.safetensors"], Evidence("manifest.yaml", 2))
+    reasons = [r for report in check_paths(logs, entry) for r in report.reasons]
+    assert len(reasons) == 1 and "cannot be reloaded: a Git LFS pointer, not the file" in reasons[0]
