@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from reportgen.errors import InputError
@@ -94,7 +95,50 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         campaign.metrics = campaign.metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
     _build_runs(campaign)
     identity.link(campaign, merged, scanned.sources, scanned.text_logs)
+    _one_per_evaluation(campaign)
+    _time_evaluations(campaign)
     return campaign
+
+
+def _same_values(a: dict[str, float], b: dict[str, float]) -> bool:
+    shared = set(a) & set(b)
+    return bool(shared) and all(
+        (math.isnan(a[k]) and math.isnan(b[k])) or np.float32(a[k]) == np.float32(b[k]) for k in shared)
+
+
+def _one_per_evaluation(campaign: Campaign) -> None:
+    """One evaluation that two loggers of a run recorded (trainer_state.json and MLflow, say) counts once:
+    the one that cites a line first, with the time and duration the other holds."""
+    kept: dict[tuple[str, int], list[Evaluation]] = {}
+    out = []
+    for evaluation in sorted(campaign.evaluations, key=lambda e: (e.run, e.step, e.evidence.line is None, e.evidence)):
+        twins = kept.setdefault((evaluation.run, evaluation.step), [])
+        twin = next((t for t in twins if _same_values(t.metrics, evaluation.metrics)), None)
+        if twin is None:
+            twins.append(evaluation)
+            out.append(evaluation)
+            continue
+        twin.at = twin.at or evaluation.at
+        twin.seconds = twin.seconds if twin.seconds is not None else evaluation.seconds
+        twin.metrics = {**evaluation.metrics, **twin.metrics}
+    campaign.evaluations = out
+
+
+def _time_evaluations(campaign: Campaign) -> None:
+    """An evaluation from a source that keeps no times (trainer_state.json) takes the clock time
+    another source of the run (TensorBoard, MLflow) gives the same evaluation step."""
+    untimed = [e for e in campaign.evaluations if e.at is None]
+    metrics = campaign.metrics
+    if not untimed or not len(metrics):
+        return
+    timed = metrics[(metrics["kind"] == "eval") & metrics["ts"].notna() & metrics["step"].notna()]
+    if not len(timed):
+        return
+    first = timed.groupby(["run", "step"], sort=False)["ts"].min()
+    for evaluation in untimed:
+        at = first.get((evaluation.run, evaluation.step))
+        if at is not None:
+            evaluation.at = at.to_pydatetime()
 
 
 # Where each kind of rare event is kept in the campaign model.
