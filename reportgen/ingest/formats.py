@@ -27,6 +27,7 @@ from reportgen.ingest import (
 )
 from reportgen.ingest.common import Reading
 from reportgen.ingest.identity import Source, TextLog
+from reportgen.ingest.mlflow import MlflowRun
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
     Decision,
@@ -259,7 +260,7 @@ class _Scan:
                 self.readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's
                 self.done(rel)
 
-    def _mlflow_sources(self, runs: list[mlflow.MlflowRun], fmt: str) -> None:
+    def _mlflow_sources(self, runs: list[MlflowRun], fmt: str) -> None:
         for run in runs:
             self.sources[run.key] = Source(run.key, fmt, run.name or run.uuid, run.evidence, params=run.params,
                                            uuid=run.uuid)

@@ -191,21 +191,37 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     return out
 
 
-def _compare(a: _Trace, b: _Trace) -> tuple[int, int, list[int]]:
-    """(agreeing, differing) (step, metric) points of two records, and the steps they agree at.
+@dataclass
+class _Agreement:
+    """How two records' shared (step, metric) points compare: the steps they agree and differ at."""
 
-    A point agrees when the two records hold one value in common at that step and metric."""
+    agree: int
+    differ: int
+    agree_steps: list[int]
+    differ_steps: list[int]
+
+    def a_lost_tail(self) -> bool:
+        """Every difference comes after every agreement: one record's process went on past a checkpoint,
+        was cut, and the steps it lost were run again (the other record holds the rerun)."""
+        return bool(self.agree_steps and self.differ_steps and self.agree_steps[-1] < self.differ_steps[0])
+
+
+def _compare(a: _Trace, b: _Trace) -> _Agreement:
+    """A point agrees when the two records hold one value in common at that step and metric."""
     agree = differ = 0
-    steps: set[int] = set()
+    agree_steps: set[int] = set()
+    differ_steps: set[int] = set()
     for metric in sorted(set(a.values) & set(b.values)):
         ka, kb = a.values[metric], b.values[metric]
-        same = np.intersect1d(ka, kb, assume_unique=True) >> 32
+        agreeing = np.unique(np.intersect1d(ka, kb, assume_unique=True) >> 32)
         shared = np.intersect1d(np.unique(ka >> 32), np.unique(kb >> 32), assume_unique=True)
-        agreeing = np.unique(same)
+        differing = np.setdiff1d(shared, agreeing, assume_unique=True)
         agree += len(agreeing)
-        differ += len(shared) - len(agreeing)
-        steps.update(int(s) for s in agreeing)
-    return agree, differ, sorted(steps)
+        differ += len(differing)
+        agree_steps.update(int(s) for s in agreeing)
+        differ_steps.update(int(s) for s in differing)
+    # A step where any metric differs is a differing step, though its schedule (epoch, learning rate) agrees.
+    return _Agreement(agree, differ, sorted(agree_steps - differ_steps), sorted(differ_steps))
 
 
 def _same_moments(a: _Trace, b: _Trace) -> tuple[int, float] | None:
@@ -338,7 +354,21 @@ def _named_folder(source: Source, other: Source) -> str | None:
     return None
 
 
+def _label(source: Source) -> str:
+    if source.folder is not None:
+        return f"{source.folder or '.'}/"
+    if source.uuid is not None:
+        return f"the MLflow run '{source.name}' ({source.uuid[:8]})"
+    return f"'{source.name}'"
+
+
+def _clocks_overlap(a: _Trace, b: _Trace) -> bool:
+    return bool(a.timed() and b.timed() and a.t0 <= b.t1 and b.t0 <= a.t1)  # type: ignore[operator]
+
+
 def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
+    """The evidence that two sources are one run, if there is enough; the cheap ties are looked at
+    first, so that two records are compared value by value only when something else ties them."""
     strong = _named_folder(sa, sb) or _named_folder(sb, sa)
     rule = "output-dir" if strong else ""
     if strong is None and (sa.params is not None or sb.params is not None or sa.declared or sb.declared):
@@ -346,22 +376,32 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
         this = sa if other is sb else sb
         if other.folder is not None and this.name == other.name:
             strong, rule = f"its run name is the name of {other.folder or '.'}/", "same-name"
-    weak = None
+    version = sa.version_name is not None and sa.version_name == sb.version_name
+    if not (strong or version or _clocks_overlap(ta, tb)):
+        return None
     moments = _same_moments(ta, tb)
     if moments is not None and moments[1] > SAME_MOMENT_S:
         return None  # both time the same steps, at other moments: two runs
-    if sa.version_name and sa.version_name == sb.version_name:
+    weak = None
+    if version:
         weak = f"both are the logger version {sa.version_name}"
     elif moments is not None:
         weak = f"both logged the same {moments[0]} steps at the same moments ({moments[1]:.2f} s apart at the median)"
-    shared, differ, steps = _compare(ta, tb)
+    agreement = _compare(ta, tb)
+    shared, steps = agreement.agree, agreement.agree_steps
+    lost = ""
+    if agreement.differ:
+        # One run's loggers record the same values; only a process of it that was cut and rerun from a
+        # checkpoint differs, after the steps both agree on, and only with the folder named.
+        if not (rule == "output-dir" and agreement.a_lost_tail()):
+            return None
+        lost = (f"; they differ from step {agreement.differ_steps[0]:,} on: that process was cut after its last "
+                "checkpoint and those steps were run again")
     evidence = (sa.evidence, sb.evidence)
-    names = f"{sa.folder + '/' if sa.folder else sa.name} and {sb.folder + '/' if sb.folder else sb.name}"
-    if differ:
-        return None  # one run's loggers record the same values
+    names = f"{_label(sa)} and {_label(sb)}"
     if shared >= MIN_SHARED_VALUES and (strong or weak):
         because = "; ".join(x for x in (strong, weak) if x)
-        text = f"{names} are one run: {shared} values logged by both at {_span(steps)} are equal, and {because}"
+        text = f"{names} are one run: {shared} values logged by both at {_span(steps)} are equal, and {because}{lost}"
         return _Pair(sa.key, sb.key, 4 if strong else 3, text, "same-values", evidence)
     if strong and shared == 0:
         return _Pair(sa.key, sb.key, 2, f"{names} are one run: {strong}", rule, evidence)
@@ -383,6 +423,13 @@ def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], trac
         trace = traces.get(k)
         return trace.loggers if trace is not None and trace.loggers else frozenset({sources[k].format})
 
+    def successive(a: str, b: str) -> bool:
+        """Two records of one logger that are successive processes of one folder's run: MLflow runs the
+        Trainer started before and after a restart into the same output_dir, one after the other."""
+        ta, tb = traces.get(a), traces.get(b)
+        return (sources[a].params is not None and sources[b].params is not None and ta is not None and tb is not None
+                and ta.timed() and tb.timed() and not _clocks_overlap(ta, tb))
+
     best: dict[str, list[_Pair]] = {}
     for pair in pairs:
         for side in (pair.a, pair.b):
@@ -391,18 +438,24 @@ def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], trac
     for side, found in best.items():
         top = [p for p in found if p.score == found[0].score]
         partners = [p.b if p.a == side else p.a for p in top]
-        kinds = [loggers(p) for p in partners]
-        if any(kinds[i] & kinds[j] for i in range(len(kinds)) for j in range(i + 1, len(kinds))):
-            ambiguous.add(side)
-    group_loggers = {k: set(loggers(k)) for k in keys}
+        for i, a in enumerate(partners):
+            for b in partners[i + 1:]:
+                alike = loggers(a) & loggers(b)
+                together = all(p.rule == "output-dir" or "output_dir parameter" in p.text for p in top)
+                if alike and not (together and successive(a, b)):
+                    ambiguous.add(side)
+    members: dict[str, list[str]] = {k: [k] for k in keys}
     for pair in pairs:
         if pair.a in ambiguous or pair.b in ambiguous:
             continue
         ra, rb = find(pair.a), find(pair.b)
-        if ra == rb or group_loggers[ra] & group_loggers[rb]:
+        if ra == rb:
+            continue
+        clash = [(x, y) for x in members[ra] for y in members[rb] if loggers(x) & loggers(y)]
+        if any(not successive(x, y) for x, y in clash):
             continue
         parent[rb] = ra
-        group_loggers[ra] |= group_loggers.pop(rb)
+        members[ra] += members.pop(rb)
     groups: dict[str, list[str]] = {}
     for k in keys:
         groups.setdefault(find(k), []).append(k)
@@ -675,10 +728,10 @@ def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple,
             check = _checkpoint_named(message.target, campaign.checkpoints)
             followers = continued_by.get(check.run, []) if check is not None else []
             if check is not None and len(followers) == 1:
-                text_ = (f"{_where(text, session)} restored {check.path} (line {message.evidence.line}), and this run "
-                         f"is the one that continues {check.run}")
+                why = (f"{_where(text, session)} restored {check.path} (line {message.evidence.line}), and this run "
+                       f"is the one that continues {check.run}")
                 _give(campaign, text, session, followers[0],
-                      Decision("linked", "restored-checkpoint", text_, (message.evidence,), other=check.run))
+                      Decision("linked", "restored-checkpoint", why, (message.evidence,), other=check.run))
                 del pending[(text, session)]
                 break
     by_text: dict[str, list[tuple[TextLog, Session]]] = {}

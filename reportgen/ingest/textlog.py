@@ -61,7 +61,9 @@ _CLOCK = re.compile(r"^\[?(?:[A-Za-z]+\|)?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d
 # Lightning's ModelCheckpoint on resume: the first path is the resumed run's folder, the second its own.
 _DIRPATH_CHANGED = re.compile(r"The dirpath has changed from '([^']+)' to '([^']+)'")
 _MAPPING = re.compile(r"(\{[^{}]*\}|Namespace\([^()]*\))")
-_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+){2,}")
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+)+")
+# What looks like a path and is not one: a progress bar's count or rate (6/30, 37.86it/s, 2.82s/it).
+_NOT_A_PATH = re.compile(r"^[\d.]*(?:it|s)?/(?:s|it|[\d.]+)$")
 MAX_SESSION_ITEMS = 200  # clock times, printed mappings and paths kept per session
 
 
@@ -202,9 +204,11 @@ def _ties(line: str, number: int, session: Session) -> None:
         changed = _DIRPATH_CHANGED.search(line)
         if changed:
             session.paths.append((number, changed.group(2)))
-            return
+            return  # the other path is the run it resumed
         for match in _PATH.finditer(line):
-            session.paths.append((number, match.group(0).rstrip(".,;:")))
+            value = match.group(0).rstrip(".,;:")
+            if not _NOT_A_PATH.match(value) and all(value != seen for _line, seen in session.paths):
+                session.paths.append((number, value))
 
 
 def _clock_time(line: str) -> datetime | None:
