@@ -303,7 +303,8 @@ class Decision:
 
 @dataclass
 class UnlinkedSource:
-    """A captured log that belongs to no run on evidence: listed with its messages, never a run of its own."""
+    """A source that is not a run: a captured log no evidence ties to a run (listed with its messages),
+    or an MLflow sweep's parent run; never a run of its own."""
 
     path: str
     reason: str

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import broken_links
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +26,6 @@ from reportgen.ingest import ingest, tensorboard, textlog
 from reportgen.ingest.torchfile import Opaque, scan
 from reportgen.render.inspect import build_inspect
 from reportgen.render.site import anchor
-
-from conftest import broken_links
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 

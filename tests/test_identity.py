@@ -131,7 +131,7 @@ def test_inspect_shows_each_decision_with_its_rule(lightning):
     assert result.exit_code == 0
     assert "Runs (5 training)" in result.output
     assert f"resumes [restore-message]: its log says it restored {V(1)}/checkpoints/last.ckpt" in result.output
-    assert "Logs that belong to no run (2)" in result.output
+    assert "Sources that are not runs (2)" in result.output
     data = json.loads(CliRunner().invoke(cli, ["inspect", str(LIGHTNING), "--json"]).output)
     decision = next(d for d in runs_of(data)[V(3)]["identity"] if d["decision"] == "resumes")
     assert decision["other"] == V(1) and decision["evidence"][0]["path"] == "killed.log"
@@ -302,3 +302,91 @@ def test_a_deliverable_that_is_a_git_lfs_pointer_is_not_a_verified_output(tmp_pa
     entry = ManifestEntry("adapter", "adapter", ["base-a/adapter_model.safetensors"], Evidence("manifest.yaml", 2))
     reasons = [r for report in check_paths(logs, entry) for r in report.reasons]
     assert len(reasons) == 1 and "cannot be reloaded: a Git LFS pointer, not the file" in reasons[0]
+
+
+# --- TensorBoard outside the output folders, early stopping between saves ---------------------
+
+def test_tensorboard_events_outside_the_output_folder_join_it_by_the_trainer_s_arguments():
+    """The Trainer writes its TrainingArguments into its events (the text summary "args"): their
+    output_dir names the folder, so tb/<name> and out/<name> are one run, not two."""
+    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))
+    assert sorted(r for r, run in runs.items() if run["kind"] == "training") == ["es-nostop", "es-stop"]
+    for name in ("es-nostop", "es-stop"):
+        assert runs[name]["formats"][:2] == ["hf-trainer", "tensorboard"]
+        merged = next(d for d in runs[name]["identity"] if d["rule"] == "same-values")
+        assert "its output_dir parameter" in merged["text"] and f"tb/{name}/" in merged["text"]
+
+
+def test_early_stopping_between_two_saves_is_still_a_stop_by_the_training_loop():
+    """The saved state shows the counter of the last checkpoint (1 of 2): the stop is read from training
+    ending with its summary short of max_steps while the callback was configured."""
+    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))
+    assert runs["es-stop"]["status"] == "stopped"
+    assert runs["es-stop"]["status_reason"].startswith("EarlyStoppingCallback stopped training at step 9 of 30")
+    assert runs["es-nostop"]["status"] == "completed"  # counter-example: the callback configured, max_steps reached
+
+
+def test_an_evaluation_in_a_process_of_its_own_is_an_evaluation_run():
+    """Its events hold eval/* and the progress counter train/epoch: a counter is not training."""
+    run = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))["es-nostop-eval"]
+    assert run["kind"] == "evaluation" and run["evaluates"] is None  # step 0: no training run ended there
+
+
+# --- Lightning: a resume into its own version folder; one log appended by three versions -------
+
+def test_a_resume_into_its_own_folder_is_no_continuation_of_a_repeat():
+    """run-a was killed at 33 and resumed from its own step-30 checkpoint into the same folder; run-b has
+    the same hyperparameters and ran afterwards: run-a does not continue run-b."""
+    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "lightning-own-version")))
+    assert runs["run-a"]["resumes"] is None and runs["run-b"]["resumes"] is None
+    assert "its own checkpoint" in next(d["text"] for d in runs["run-a"]["identity"] if d["decision"] == "separate")
+
+
+def test_a_resume_into_its_own_folder_is_found_by_its_steps_without_its_log(tmp_path):
+    logs = copy_without(CAMPAIGNS / "lightning-own-version", tmp_path / "logs", "logs")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert runs["run-a"]["resumes"] is None
+    assert any(d["rule"] == "step-continuity" and "resumed in its own folder" in d["text"]
+               for d in runs["run-a"]["identity"])
+
+
+def test_a_log_appended_by_several_versions_is_split_by_their_start_times():
+    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "lightning-appended")))
+    for n in range(3):
+        assert rules(runs[V(n)], "linked") == ["session-order"]
+    assert runs[V(1)]["status"] == "stopped" and "Signaling Trainer to stop" in runs[V(1)]["status_reason"]
+    assert runs[V(0)]["status"] == "completed" and runs[V(2)]["status"] == "unknown"  # the kill left no trace
+
+
+def test_a_log_appended_by_several_versions_without_their_times_is_not_split_by_order(tmp_path):
+    """Counter-example: without TensorBoard's clock times nothing orders the runs; the log stays apart."""
+    logs = copy_without(CAMPAIGNS / "lightning-appended", tmp_path / "logs",
+                        *(f"lightning_logs/version_{n}/{e.name}" for n in range(3)
+                          for e in (CAMPAIGNS / "lightning-appended" / f"lightning_logs/version_{n}").glob("events.*")))
+    data = build_inspect(ingest(logs))
+    assert [u["path"] for u in data["unlinked"]] == ["lightning_logs/train.log"] * 3
+    assert runs_of(data)[V(1)]["status"] == "unknown"
+
+
+# --- logs of a loop of its own; an MLflow sweep's parent -------------------------------------
+
+def test_clock_timed_step_lines_make_a_run_of_their_own_with_its_times():
+    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "plain-prints")))
+    assert (runs["baseline"]["first_step"], runs["baseline"]["last_step"]) == (1, 40)
+    assert runs["baseline"]["started_at"] is not None and runs["baseline"]["last_seen_at"] is not None
+    assert runs["wide"]["status"] == "interrupted" and runs["wide"]["last_step"] == 25
+
+
+def test_an_mlflow_sweep_parent_that_logged_nothing_is_not_a_run(tmp_path):
+    logs = copy_without(TRAINER, tmp_path / "logs")
+    with sqlite3.connect(logs / "mlflow.db") as db:  # the eval run of base-a becomes the parent of two runs
+        parent = db.execute("select run_uuid from runs where run_uuid not in (select run_uuid from params) "
+                            "order by start_time").fetchone()[0]
+        db.execute("delete from metrics where run_uuid = ?", (parent,))
+        children = [r[0] for r in db.execute("select run_uuid from runs where run_uuid != ? limit 2", (parent,))]
+        db.executemany("insert into tags (key, value, run_uuid) values ('mlflow.parentRunId', ?, ?)",
+                       [(parent, child) for child in children])
+    data = build_inspect(ingest(logs))
+    assert not any(r["id"].startswith("rambunctious") and r["first_step"] is None for r in data["runs"])
+    apart = [u for u in data["unlinked"] if u["path"] == "mlflow.db"]
+    assert len(apart) == 1 and "holds 2 nested runs and logged no metric of its own" in apart[0]["reason"]

@@ -30,6 +30,7 @@ from reportgen.model import (
     RunEvent,
     RunFacts,
     StepMark,
+    UnlinkedSource,
     same_path,
 )
 from reportgen.plan.freeze import RECORD_DIR
@@ -89,6 +90,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         campaign.metrics = metrics
     # Which sources are one run is decided before the runs are built, then what needs whole runs.
     merged = identity.merge(campaign, scanned.sources, scanned.notes)
+    _set_apart(campaign, merged.containers, scanned.sources)
     identity.rename(campaign, merged.renames, scanned.text_logs)
     campaign.problems.extend(merged.problems)
     if len(campaign.metrics):
@@ -98,6 +100,15 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     _one_per_evaluation(campaign)
     _time_evaluations(campaign)
     return campaign
+
+
+def _set_apart(campaign: Campaign, containers: dict[str, str], sources: dict) -> None:
+    """Sources that are not runs (an MLflow sweep's parent) leave the runs and are listed, with why."""
+    if not containers:
+        return
+    campaign.run_facts = [f for f in campaign.run_facts if f.run not in containers]
+    for key, reason in sorted(containers.items()):
+        campaign.unlinked.append(UnlinkedSource(sources[key].evidence.path, reason))
 
 
 def _same_values(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -10,6 +10,7 @@ ingest/identity.py; here every source gets a provisional key and the name it wou
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -263,7 +264,7 @@ class _Scan:
     def _mlflow_sources(self, runs: list[MlflowRun], fmt: str) -> None:
         for run in runs:
             self.sources[run.key] = Source(run.key, fmt, run.name or run.uuid, run.evidence, params=run.params,
-                                           uuid=run.uuid)
+                                           uuid=run.uuid, parent=run.parent)
 
     def tensorboard(self) -> None:
         """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
@@ -274,7 +275,10 @@ class _Scan:
             key = owner or f"{tensorboard.FORMAT}:{folder or '.'}"
             if owner is None and key not in self.sources:
                 self.sources[key] = Source(key, tensorboard.FORMAT, _name(folder) or "logs", Evidence(rel), folder=folder)
-            info, frame = tensorboard.read(self.found[rel][0], rel, key)
+            texts: dict[str, str] = {}
+            info, frame = tensorboard.read(self.found[rel][0], rel, key, texts)
+            if owner is None:
+                self._trainer_arguments(key, texts)
             if len(frame):
                 files.setdefault(key, []).append((int(frame["step"].min()), rel))
             facts = RunFacts(run=key, format=tensorboard.FORMAT, evidence=Evidence(rel))
@@ -286,6 +290,19 @@ class _Scan:
             self.done(rel)
         for key, starts in files.items():
             self._restarts(key, sorted(starts))
+
+    def _trainer_arguments(self, key: str, texts: dict[str, str]) -> None:
+        """The Trainer's TensorBoard writer logs its TrainingArguments as the text summary "args": their
+        output_dir names the Trainer folder the events belong to (a logging_dir outside it, say)."""
+        raw = texts.get("args/text_summary") or texts.get("args")
+        if raw is None or self.sources[key].params is not None:
+            return
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            return
+        if isinstance(args, dict):
+            self.sources[key].params = {k: str(v) for k, v in args.items() if k in ("output_dir", "logging_dir", "run_name")}
 
     def _restarts(self, key: str, starts: list[tuple[int, str]]) -> None:
         """A later file of another writer process, starting at a later step, is a restart; one of the

@@ -195,21 +195,33 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
 
 def _early_stop(run: str, rel: str, parsed: dict, state: dict, global_step: int | None, max_steps: int | None,
                 should_stop: object) -> LoggedStop | None:
-    """EarlyStoppingCallback's own stop: its patience used up, the Trainer told to stop before max_steps."""
+    """EarlyStoppingCallback's own stop: the Trainer stopped before max_steps with the callback in charge.
+
+    Either the callback's saved state shows its patience used up and the Trainer told to stop, or
+    training ended with its final summary short of max_steps while the callback was configured:
+    the state in the folder is refreshed only at checkpoint saves, so a stop between two saves
+    leaves the counter of the last save behind."""
     callback = _dig(state, "stateful_callbacks", "EarlyStoppingCallback")
+    if not isinstance(callback, dict) or global_step is None or (max_steps and global_step >= max_steps):
+        return None
     patience = _int(_dig(callback, "args", "early_stopping_patience"))
     counter = _int(_dig(callback, "attributes", "early_stopping_patience_counter"))
-    if patience is None or counter is None or counter < patience or should_stop is not True:
-        return None
-    if global_step is None or (max_steps and global_step >= max_steps):
+    used_up = patience is not None and counter is not None and counter >= patience and should_stop is True
+    ended_short = parsed.get("summary_line") is not None and max_steps is not None
+    if not (used_up or ended_short):
         return None
     threshold = _dig(callback, "args", "early_stopping_threshold")
     by = f" by more than {threshold:g}" if is_number(threshold) and threshold else ""
     best = state.get("best_metric")
     best_text = (f"; best {best:.4g} at step {state.get('best_global_step')}" if is_number(best) and
                  state.get("best_global_step") is not None else "")
-    reason = (f"EarlyStoppingCallback stopped training at step {global_step}" + (f" of {max_steps}" if max_steps else "")
-              + f": the evaluation metric did not improve{by} in {counter} evaluations (patience {patience}){best_text}")
+    of = f" of {max_steps}" if max_steps else ""
+    if used_up:
+        why = f"the evaluation metric did not improve{by} in {counter} evaluations (patience {patience})"
+    else:
+        why = (f"training ended with its final summary short of max_steps, with the callback configured (patience "
+               f"{patience}; its state as last saved at a checkpoint: {counter} evaluations without improvement{by})")
+    reason = f"EarlyStoppingCallback stopped training at step {global_step}{of}: {why}{best_text}"
     return LoggedStop(run, None, reason, None, Evidence(rel, parsed.get("early_line")), step=global_step, by=STOPPED_BY_LOOP)
 
 

@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
+from reportgen.ingest.common import PROGRESS_KEYS
 from reportgen.ingest.textlog import Session
 from reportgen.model import (
     METRIC_FRAME_COLUMNS,
@@ -66,6 +67,7 @@ class Source:
     declared: bool = False  # a native run id: the user named the run
     params: dict[str, str] | None = None  # an MLflow run's parameters
     uuid: str | None = None  # an MLflow run's uuid
+    parent: str | None = None  # an MLflow run's parent run uuid (a nested run)
 
 
 @dataclass(eq=False)  # one per file or process: compared and hashed as itself
@@ -136,6 +138,7 @@ class _Trace:
     trained: bool  # it has rows that are not evaluations
     timed_first_step: int | None  # the first step of its rows that carry clock times
     clock: tuple[np.ndarray, np.ndarray] = (np.empty(0, np.int64), np.empty(0, np.int64))  # steps, first time (ns)
+    max_gap: int = 0  # the widest gap between two consecutive logged steps
 
     def timed(self) -> bool:
         return self.t0 is not None and self.t1 is not None
@@ -184,9 +187,10 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
             last_step=int(known.max()) if len(known) else None,
             t0=ts[timed].min().to_pydatetime() if timed.any() else None,
             t1=ts[timed].max().to_pydatetime() if timed.any() else None,
-            trained=bool((group["kind"] != "eval").any()),
+            trained=_trained(group, metrics if values else [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]),
             timed_first_step=int(timed_steps.min()) if len(timed_steps) else None,
             clock=clock,
+            max_gap=int(np.diff(np.unique(known)).max()) if len(np.unique(known)) > 1 else 0,
         )
     return out
 
@@ -204,6 +208,14 @@ class _Agreement:
         """Every difference comes after every agreement: one record's process went on past a checkpoint,
         was cut, and the steps it lost were run again (the other record holds the rerun)."""
         return bool(self.agree_steps and self.differ_steps and self.agree_steps[-1] < self.differ_steps[0])
+
+
+def _trained(group: pd.DataFrame, metrics: list[str]) -> bool:
+    """Whether rows that are not evaluations measured anything: a progress counter alone (TensorBoard's
+    train/epoch beside an evaluation) is not training."""
+    rows = group[group["kind"] != "eval"]
+    measured = [m for m in metrics if m not in PROGRESS_KEYS]
+    return bool(len(rows)) and bool(rows[measured].notna().to_numpy().any()) if measured else False
 
 
 def _compare(a: _Trace, b: _Trace) -> _Agreement:
@@ -270,6 +282,7 @@ class Merged:
     """What merging decided: each source key's run id, the decisions per run, the evaluation runs."""
 
     renames: dict[str, str]
+    containers: dict[str, str] = field(default_factory=dict)  # source key -> why it is not a run
     decisions: dict[str, list[Decision]] = field(default_factory=dict)
     evaluation: dict[str, Decision] = field(default_factory=dict)
     problems: list[tuple[Evidence, str]] = field(default_factory=list)
@@ -297,9 +310,11 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
         text = f"logged only evaluation metrics ({names}) at {_span(at)} and trained no step: an evaluation run"
         evaluation[key] = Decision("kind", "no-training-step", text, (source.evidence,))
 
+    containers = _containers(keys, sources, traces)
+    keys = [k for k in keys if k not in containers]
     pairs = _pairs(keys, sources, traces, set(evaluation))
     groups = _union(keys, pairs, sources, traces)
-    merged = Merged(renames={})
+    merged = Merged(renames={}, containers=containers)
     _name(groups, sources, campaign, merged)
     for pair in pairs:
         run = merged.renames[pair.a]
@@ -321,6 +336,17 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
     for key, decision in notes:
         merged.decisions.setdefault(merged.renames.get(key, key), []).append(decision)
     return merged
+
+
+def _containers(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace]) -> dict[str, str]:
+    """MLflow parent runs that logged no metric: a sweep's container for its nested runs, not a run."""
+    children: dict[str, int] = {}
+    for source in sources.values():
+        if source.parent:
+            children[source.parent] = children.get(source.parent, 0) + 1
+    return {k: (f"the MLflow run '{sources[k].name}' ({sources[k].uuid}) holds {children[sources[k].uuid or '']} nested "
+                "runs and logged no metric of its own: a container of runs, not a run")
+            for k in keys if sources[k].uuid in children and k not in traces}
 
 
 def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace], evaluation: set[str]) -> list[_Pair]:
@@ -680,8 +706,20 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
                 _give(campaign, text, session, run_id, decision)
             else:
                 pending[(text, session)] = ("no evidence ties it to one run: " + "; ".join(said) if said else
-                                            "no clock time, path or printed hyperparameters tie it to a run")
+                                            _nothing_ties(session))
     return pending
+
+
+def _nothing_ties(session: Session) -> str:
+    """Why no rule tied a process's log to a run, by what it has."""
+    has = []
+    if session.times:
+        has.append(f"its {len(session.times)} clock times fall in no run's logged span")
+    if session.paths:
+        has.append("the paths it names are in no run's folder")
+    if session.mappings:
+        has.append("the hyperparameters it prints are no run's")
+    return "; ".join(has) if has else "it has no clock time, no path and no printed hyperparameters to tie it to a run"
 
 
 def _own_runs(campaign: Campaign, pending: dict[tuple, str], texts: list[TextLog]) -> None:
@@ -690,27 +728,33 @@ def _own_runs(campaign: Campaign, pending: dict[tuple, str], texts: list[TextLog
         sessions = [s for s in text.sessions if (text, s) in pending]
         if not sessions or len(sessions) != len(text.sessions) or not any(s.steps for s in sessions):
             continue
-        if text.name is None or _runs_below(campaign, text.folder, text.path):
-            continue
-        run = campaign.runs.setdefault(text.name, Run(id=text.name))
+        if text.name is None or text.name in campaign.runs or _runs_below(campaign, text.folder, text.path):
+            continue  # a name another run has is no evidence that the log is that run's
+        run = campaign.runs[text.name] = Run(id=text.name)
         decision = Decision("merged", "own-log", f"{text.path} shows training steps and no other source describes "
                             "a run in its folder: a run of its own, named by the log", (Evidence(text.path),))
         for session in sessions:
             _give(campaign, text, session, run.id, decision)
             del pending[(text, session)]
         run.identity = [decision]
-        for message in text.messages:
-            if message.step is not None:
-                run.first_step = message.step if run.first_step is None else min(run.first_step, message.step)
-                run.last_step = message.step if run.last_step is None else max(run.last_step, message.step)
+        times = sorted(t for session in sessions for t in session.times)
+        if times:  # a log of its own keeps the run's only clock times: its start and the last thing it said
+            run.started_at, run.last_seen_at = times[0], times[-1]
+            run.start_evidence = Evidence(text.path, sessions[0].first_line)
+        steps = [s for session in sessions for s in (session.first_step, session.last_step) if s is not None]
+        steps += [m.step for m in text.messages if m.step is not None]
+        if steps:
+            run.first_step, run.last_step = min(steps), max(steps)
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 
 def _runs_below(campaign: Campaign, folder: str, path: str) -> list[str]:
-    """Runs with a source in `folder` or below it (the log itself aside)."""
+    """Runs with a source other than a captured log in `folder` or below it: a log linked to a run
+    does not put that run in the log's folder."""
     prefix = f"{folder}/" if folder else ""
+    logs = {info.path for info in campaign.inputs if info.format == "text-log"}
     return sorted(r.id for r in campaign.runs.values()
-                  if any(p != path and p.startswith(prefix) for p in r.sources))
+                  if any(p != path and p not in logs and p.startswith(prefix) for p in r.sources))
 
 
 def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple, str]:
@@ -746,17 +790,27 @@ def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple,
                 _give(campaign, text_, session, below[0], Decision("linked", "only-run-below", why, (Evidence(text.path),)))
                 del pending[(text_, session)]
             continue
-        chain = _one_chain(campaign, below)
-        agrees = chain is not None and len(chain) == len(text.sessions) and all(
-            chain[index] == run_id for index, run_id in text.linked.items())
-        if chain is not None and agrees:
+        order, rule, how = _process_order(campaign, below)
+        agrees = order is not None and len(order) == len(text.sessions) and all(
+            order[index] == run_id for index, run_id in text.linked.items())
+        if order is not None and agrees:
             for text_, session in sorted(items, key=lambda i: i[1].index):
-                run_id = chain[session.index]
-                why = (f"{_where(text_, session)} is process {session.index + 1} of {len(chain)} in a log beside one chain "
-                       f"of continuations ({' → '.join(chain)}), which the continuations put in this order")
-                _give(campaign, text_, session, run_id, Decision("linked", "chain-sessions", why, (Evidence(text.path),)))
+                run_id = order[session.index]
+                why = (f"{_where(text_, session)} is process {session.index + 1} of {len(order)} in a log appended to by "
+                       f"the {len(order)} runs of its folder, which {how} put in this order ({' → '.join(order)})")
+                _give(campaign, text_, session, run_id, Decision("linked", rule, why, (Evidence(text.path),)))
                 del pending[(text_, session)]
     return pending
+
+
+def _process_order(campaign: Campaign, run_ids: list[str]) -> tuple[list[str] | None, str, str]:
+    """The runs in the order their processes ran: by their clock times when every one keeps them and
+    no two started together, else as one chain of continuations (a continuation comes after)."""
+    runs = [campaign.runs[r] for r in run_ids]
+    starts = [r.started_at for r in runs]
+    if runs and all(starts) and len(set(starts)) == len(starts):
+        return [r.id for r in sorted(runs, key=lambda r: r.started_at)], "session-order", "their start times"  # type: ignore[arg-type, return-value]
+    return _one_chain(campaign, run_ids), "chain-sessions", "the continuations"
 
 
 def _one_chain(campaign: Campaign, run_ids: list[str]) -> list[str] | None:
@@ -817,6 +871,10 @@ def _continuations(campaign: Campaign) -> None:
             text = f"its run_start names {run.resumes} as the run it resumes"
             run.identity.append(Decision("resumes", "declared", text, (start.evidence,) if start else (), other=run.resumes))
             continue
+        own = _resumed_itself(run, campaign, checkpoints.get(run_id, []), traces.get(run_id))
+        if own is not None:
+            run.identity.append(own)
+            continue
         claims = [*_restore_claims(run, campaign), *_history_claims(run, runs, checkpoints, traces),
                   *_step_claims(run, runs, checkpoints, traces)]
         for claim in claims:
@@ -830,6 +888,30 @@ def _continuations(campaign: Campaign) -> None:
             run.resumes = claim.other
             run.identity.append(Decision("resumes", claim.rule, claim.text, claim.evidence, other=claim.other))
             break
+
+
+def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: _Trace | None) -> Decision | None:
+    """A run that restored a checkpoint of its own (a resume into the same folder) continues itself,
+    not another run: its log names its own checkpoint, or its folder holds a checkpoint older than
+    the first step it logged (the logger's file was rewritten by the resumed process)."""
+    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == "resumed" and m.target),
+                          key=lambda m: m.evidence):
+        check = _checkpoint_named(message.target or "", campaign.checkpoints)
+        if check is not None and check.run == run.id:
+            return Decision("separate", "restore-message", f"its log says it restored {check.path}, its own checkpoint "
+                            f"(line {message.evidence.line}): a resume in its own folder, not a continuation of "
+                            "another run", (message.evidence,))
+    first = trace.first_step if trace is not None else None
+    # A fresh run logs its first step within one logging interval; one that starts later than that and
+    # after a checkpoint of its own resumed from it.
+    late = first is not None and trace is not None and trace.max_gap > 0 and first > trace.max_gap
+    earlier = [c for c in own if c.step is not None and not c.final and first is not None and 0 < c.step <= first]
+    if late and earlier:
+        check = max(earlier, key=lambda c: (c.step or 0, c.path))
+        return Decision("separate", "step-continuity", f"its first logged step ({first}) is later than a fresh run logs "
+                        f"its first (every {trace.max_gap} steps at most) and follows its own checkpoint at step "  # type: ignore[union-attr]
+                        f"{check.step} ({check.path}): it resumed in its own folder", (check.evidence,))
+    return None
 
 
 def _restore_claims(run: Run, campaign: Campaign) -> list[_Claim]:

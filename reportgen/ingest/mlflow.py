@@ -55,6 +55,7 @@ class MlflowRun:
     uuid: str
     params: dict[str, str]
     evidence: Evidence
+    parent: str | None = None  # the uuid of the run it is nested in (the mlflow.parentRunId tag)
 
 
 def _status(status: str | None, ended: bool) -> tuple[str | None, str]:
@@ -107,7 +108,8 @@ def read_sqlite(path: Path, rel: str) -> tuple[Reading, list[MlflowRun]] | None:
             params = dict(db.execute("select key, value from params where run_uuid = ?", (uuid,)).fetchall())
             run_id = f"{rel}#{uuid}"
             evidence = Evidence(rel, None)
-            sources.append(MlflowRun(run_id, tags.get("mlflow.runName") or name, uuid, params, evidence))
+            sources.append(MlflowRun(run_id, tags.get("mlflow.runName") or name, uuid, params, evidence,
+                                     tags.get("mlflow.parentRunId")))
             mapped, reason = _status(status, end is not None)
             reading.events.append(RunFacts(
                 run=run_id, format=SQLITE_FORMAT, evidence=evidence, status=mapped, reason=reason,
@@ -159,7 +161,8 @@ def read_file_run(folder: Path, logs: Path) -> tuple[Reading, MlflowRun]:
     uuid = str(meta.get("run_id") or meta.get("run_uuid") or folder.name)
     run_id = rel_folder
     name = tags.get("mlflow.runName") or meta.get("run_name")
-    source = MlflowRun(run_id, str(name) if name else None, uuid, params, Evidence(meta_info.path))
+    source = MlflowRun(run_id, str(name) if name else None, uuid, params, Evidence(meta_info.path),
+                       tags.get("mlflow.parentRunId"))
     status = meta.get("status")
     status = _FILE_STATUS.get(status, status) if isinstance(status, int) else status
     start, end = meta.get("start_time"), meta.get("end_time")

@@ -111,6 +111,18 @@ def _plugin_name(buf: bytes, start: int, end: int) -> str | None:
     return None
 
 
+MAX_TEXTS = 16
+MAX_TEXT_BYTES = 64 << 10
+
+
+def _tensor_string(buf: bytes, start: int, end: int) -> str | None:
+    """The first string of a string tensor (TensorProto 8: string_val), as a text summary holds it."""
+    for number, wire, a, b in _fields(buf, start, end):
+        if number == 8 and wire == 2 and b - a <= MAX_TEXT_BYTES:
+            return buf[a:b].decode("utf-8", errors="replace")
+    return None
+
+
 def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
     """The value of a one-element numeric tensor, or None for anything else."""
     dtype = 0
@@ -162,6 +174,7 @@ class _Scalars:
         self.value: list[float] = []
         self.plugins: dict[str, str | None] = {}  # each tag's plugin, from the first metadata seen
         self.tag_names: dict[bytes, str] = {}
+        self.texts: dict[str, str] = {}  # the first text summary of each tag (the Trainer's "args")
 
 
 def _signed(value: int) -> int:
@@ -206,6 +219,11 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
         return
     if plugin is not None:
         out.plugins.setdefault(tag, plugin)
+    if tensor is not None and out.plugins.get(tag) == "text" and tag not in out.texts and len(out.texts) < MAX_TEXTS:
+        text = _tensor_string(buf, *tensor)
+        if text is not None:
+            out.texts[tag] = text
+        return
     if value is None and tensor is not None and out.plugins.get(tag) in (None, "scalars"):
         value = _tensor_scalar(buf, *tensor)
     if value is None:  # a histogram, image, text or hparams summary
@@ -217,8 +235,9 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
     out.value.append(value)
 
 
-def read(path: Path, rel: str, run: str) -> tuple[InputFile, pd.DataFrame]:
-    """Read one event file: its InputFile and a frame with one row per scalar value."""
+def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) -> tuple[InputFile, pd.DataFrame]:
+    """Read one event file: its InputFile and a frame with one row per scalar value; `texts`, when
+    given, receives the file's text summaries by tag (the Trainer writes its arguments as "args")."""
     info = InputFile(path=rel, format=FORMAT)
     out = _Scalars()
     buf = path.read_bytes()
@@ -293,6 +312,8 @@ def read(path: Path, rel: str, run: str) -> tuple[InputFile, pd.DataFrame]:
             info.problem(record, f"record {record}: not a readable Event ({exc}); record skipped")
             info.skipped += 1
             continue
+    if texts is not None:
+        texts.update(out.texts)
     return info, _frame(out, rel, run)
 
 

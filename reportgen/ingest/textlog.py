@@ -56,10 +56,22 @@ _PROGRESS = re.compile(r"^\{'[A-Za-z_]+': .*\}$")
 _EARLY_STOP = re.compile(r"did not improve in the last \d+ records\..*Signaling Trainer to stop|"
                          r"Stopping threshold reached:|Divergence threshold reached:", re.IGNORECASE)
 # A clock time a line starts with: "2026-11-03 05:30:14,123", "[2026-11-03T05:30:14Z]", "[INFO|2026-11-03 05:30:14]".
-_CLOCK = re.compile(r"^\[?(?:[A-Za-z]+\|)?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?"
-                    r"\s*(Z|[+-]\d{2}:?\d{2})?(?![\d:])")
+# A clock time a line starts with, after an optional "[LEVEL|file.py:N] " or "[LEVEL|": logging's asctime
+# "2026-11-03 05:30:14,123", ISO "2026-11-03T05:30:14Z", MLflow's "2026/11/03 05:30:14", and the
+# Hugging Face examples' datefmt "11/03/2026 05:30:14" (month first, as they write it).
+_CLOCK_LEAD = r"^\[?(?:[A-Za-z]+\|(?:[^\]|]*\]\s*)?)?"
+_CLOCK_TIME = r"[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?\s*(Z|[+-]\d{2}:?\d{2})?(?![\d:])"
+_CLOCK = re.compile(_CLOCK_LEAD + r"(\d{4})[-/](\d{2})[-/](\d{2})" + _CLOCK_TIME)
+_CLOCK_US = re.compile(_CLOCK_LEAD + r"(\d{2})/(\d{2})/(\d{4})" + _CLOCK_TIME)
+# What a line may start with before its message: a clock time, a [bracketed] prefix, a level, a logger name.
+_LEAD = re.compile(r"^(?:\[[^\]]*\]\s*|\d{2,4}[-/]\d{2}[-/]\d{2,4}[ T][\d:,.]+\s*(?:Z|[+-]\d{2}:?\d{2})?\s*"
+                   r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b[\s:|-]*"
+                   r"|(?!(?:global[_ ])?step\b)[A-Za-z_][\w.]*:\s+|-\s+)*", re.IGNORECASE)
 # Lightning's ModelCheckpoint on resume: the first path is the resumed run's folder, the second its own.
 _DIRPATH_CHANGED = re.compile(r"The dirpath has changed from '([^']+)' to '([^']+)'")
+# A path the process read from (a model, a configuration, a checkpoint): it names another run, not this one.
+_LOADED = re.compile(r"\b(?:load(?:ing|ed)?|restor(?:e|ed|ing)|read(?:ing)?|from_pretrained|init(?:ialis|ializ)ed from)\b",
+                     re.IGNORECASE)
 _MAPPING = re.compile(r"(\{[^{}]*\}|Namespace\([^()]*\))")
 _PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+)+")
 # What looks like a path and is not one: a progress bar's count or rate (6/30, 37.86it/s, 2.82s/it).
@@ -78,6 +90,8 @@ class Session:
     mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
     paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
     steps: bool = False  # a step line or a training progress bar: this process trained
+    first_step: int | None = None
+    last_step: int | None = None
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -144,11 +158,15 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
             if int(match.group(2)) == bar_total:
                 step = int(match.group(1))
                 current.steps = True
+                current.first_step = step if current.first_step is None else min(current.first_step, step)
+                current.last_step = step if current.last_step is None else max(current.last_step, step)
                 hours, minutes, seconds = (int(g) if g else 0 for g in match.group(3, 4, 5))
                 bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
-        elif match := _STEP.match(stripped):
+        elif match := _STEP.match(_LEAD.sub("", stripped, count=1)):
             step = int(match.group(1))
             current.steps = True
+            current.first_step = step if current.first_step is None else min(current.first_step, step)
+            current.last_step = step if current.last_step is None else max(current.last_step, step)
         _ties(stripped, number, current)
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
@@ -200,7 +218,8 @@ def _ties(line: str, number: int, session: Session) -> None:
                 mapping = _mapping(match.group(1))
                 if mapping:
                     session.mappings.append((number, mapping))
-    if ("/" in line or "\\" in line) and len(session.paths) < MAX_SESSION_ITEMS and not _RESTORE.search(line):
+    if ("/" in line or "\\" in line) and len(session.paths) < MAX_SESSION_ITEMS and not _RESTORE.search(line) \
+            and not _LOADED.search(line):
         changed = _DIRPATH_CHANGED.search(line)
         if changed:
             session.paths.append((number, changed.group(2)))
@@ -212,10 +231,13 @@ def _ties(line: str, number: int, session: Session) -> None:
 
 
 def _clock_time(line: str) -> datetime | None:
-    match = _CLOCK.match(line)
-    if match is None:
+    if match := _CLOCK.match(line):
+        year, month, day = (int(g) for g in match.group(1, 2, 3))
+    elif match := _CLOCK_US.match(line):
+        month, day, year = (int(g) for g in match.group(1, 2, 3))
+    else:
         return None
-    year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
+    hour, minute, second = (int(g) for g in match.group(4, 5, 6))
     micro = int((match.group(7) or "0").ljust(6, "0"))
     zone = match.group(8)
     tz = UTC

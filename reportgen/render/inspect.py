@@ -113,7 +113,7 @@ def render_text(data: dict) -> str:
                 out.append(f"      {decision['decision']} [{decision['rule']}]: {decision['text']}")
     if data["unlinked"]:
         out.append("")
-        out.append(f"Logs that belong to no run ({len(data['unlinked'])})")
+        out.append(f"Sources that are not runs ({len(data['unlinked'])})")
         for item in data["unlinked"]:
             where = item["path"] + (f" lines {item['lines'][0]}–{item['lines'][1]}" if item["lines"] else "")
             said = "; ".join(f"{m['kind']} at line {m['evidence'][0]['line']}" for m in item["messages"][:3])
