@@ -390,3 +390,14 @@ def test_an_mlflow_sweep_parent_that_logged_nothing_is_not_a_run(tmp_path):
     assert not any(r["id"].startswith("rambunctious") and r["first_step"] is None for r in data["runs"])
     apart = [u for u in data["unlinked"] if u["path"] == "mlflow.db"]
     assert len(apart) == 1 and "holds 2 nested runs and logged no metric of its own" in apart[0]["reason"]
+
+
+def test_a_restart_into_the_same_output_dir_is_one_run_with_both_its_mlflow_runs():
+    """Killed at step 17 and resumed with resume_from_checkpoint=True into the same folder: MLflow holds
+    two runs of one output_dir, one after the other; they are the two processes of the folder's one run
+    (counter-example to 'one record per logger', which keeps two records of one time span apart)."""
+    data = build_inspect(ingest(CAMPAIGNS / "trainer-restart"))
+    runs = runs_of(data)
+    assert sorted(runs) == ["lr1e-2"]
+    assert runs["lr1e-2"]["status"] == "completed"
+    assert rules(runs["lr1e-2"], "merged").count("same-values") == 2
