@@ -401,3 +401,16 @@ def test_a_restart_into_the_same_output_dir_is_one_run_with_both_its_mlflow_runs
     assert sorted(runs) == ["lr1e-2"]
     assert runs["lr1e-2"]["status"] == "completed"
     assert rules(runs["lr1e-2"], "merged").count("same-values") == 2
+
+
+def test_a_log_beside_a_run_of_its_own_log_joins_that_run(tmp_path):
+    """stdout and stderr captured apart: the steps are in one, the other shows none and lies in the
+    folder that run alone holds."""
+    folder = tmp_path / "logs" / "exp8"
+    folder.mkdir(parents=True)
+    shutil.copyfile(CAMPAIGNS / "plain-prints" / "logs" / "baseline.log", folder / "stderr.log")
+    (folder / "stdout.log").write_text("loading data\nTraceback (most recent call last):\n  File \"t.py\", line 3\nOSError: disk full\n")
+    runs = runs_of(build_inspect(ingest(tmp_path / "logs")))
+    assert sorted(runs) == ["exp8"]
+    assert rules(runs["exp8"], "linked") == ["only-run-below"]
+    assert runs["exp8"]["status"] == "interrupted"  # the crash is in stdout.log

@@ -98,7 +98,7 @@ def _unknown(run: Run, campaign: Campaign, messages: list) -> RunStatus:
     started = any(e.kind == "start" for e in campaign.run_events if e.run == run.id)
     if started:
         shown.insert(0, "it logged its start but no end")
-    if not run.facts and not messages and not started:
+    if not run.facts and not messages and not started and not run.sources:
         return RunStatus("unknown", "neither a start nor an end was logged", [])
     what = "; ".join(shown) if shown else f"its sources ({', '.join(run.formats) or 'none'}) record no end"
     evidence = [f.evidence for f in run.facts if f.status is None and f.reason]

@@ -728,7 +728,8 @@ def _own_runs(campaign: Campaign, pending: dict[tuple, str], texts: list[TextLog
         sessions = [s for s in text.sessions if (text, s) in pending]
         if not sessions or len(sessions) != len(text.sessions) or not any(s.steps for s in sessions):
             continue
-        if text.name is None or text.name in campaign.runs or _runs_below(campaign, text.folder, text.path):
+        logs = {t.path for t in texts}
+        if text.name is None or text.name in campaign.runs or _runs_below(campaign, text.folder, text.path, logs):
             continue  # a name another run has is no evidence that the log is that run's
         run = campaign.runs[text.name] = Run(id=text.name)
         decision = Decision("merged", "own-log", f"{text.path} shows training steps and no other source describes "
@@ -748,13 +749,13 @@ def _own_runs(campaign: Campaign, pending: dict[tuple, str], texts: list[TextLog
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 
-def _runs_below(campaign: Campaign, folder: str, path: str) -> list[str]:
-    """Runs with a source other than a captured log in `folder` or below it: a log linked to a run
-    does not put that run in the log's folder."""
+def _runs_below(campaign: Campaign, folder: str, path: str, ignored: set[str] | None = None) -> list[str]:
+    """Runs with a source in `folder` or below it, other than the log itself, the logs linked to a run
+    from elsewhere (they do not put their run in the log's folder) and any `ignored` path."""
     prefix = f"{folder}/" if folder else ""
-    logs = {info.path for info in campaign.inputs if info.format == "text-log"}
-    return sorted(r.id for r in campaign.runs.values()
-                  if any(p != path and p not in logs and p.startswith(prefix) for p in r.sources))
+    linked = {d.evidence[0].path for r in campaign.runs.values() for d in r.identity if d.decision == "linked" and d.evidence}
+    skip = linked | (ignored or set()) | {path}
+    return sorted(r.id for r in campaign.runs.values() if any(p not in skip and p.startswith(prefix) for p in r.sources))
 
 
 def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple, str]:
