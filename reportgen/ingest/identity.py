@@ -12,6 +12,7 @@ past 0" are never evidence. The rules are listed in docs/formats.md ("Which file
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -145,7 +146,8 @@ class _Trace:
 
 
 def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True) -> dict[str, _Trace]:
-    """Each run's (or source's) trace; without `values`, only its steps, times and loggers.
+    """Each run's (or source's) trace; without `values`, only its steps, times and loggers (and
+    `trained` is not worked out).
 
     A metric's values are kept as (step, float32 bits) keys: two loggers of one run agree to float32
     precision (TensorBoard keeps float32), and a step may hold several values (a final evaluation
@@ -153,15 +155,22 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     out: dict[str, _Trace] = {}
     if not len(frame):
         return out
-    metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS] if values else []
+    metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
+    # Which metrics each run logged, counted once for the whole frame; only those are looked at per run.
+    counts = frame.groupby("run", sort=True)[metrics].count() if values and metrics else None
     for run, group in frame.groupby("run", sort=True):
         steps = group["step"].to_numpy(dtype="float64", na_value=np.nan)
         logged: dict[str, np.ndarray] = {}
-        for metric in metrics:
+        own = [m for m, n in counts.loc[run].items() if n] if counts is not None else []
+        training = (group["kind"] != "eval").to_numpy()
+        trained = False
+        for metric in own:
             column = group[metric]
             present = column.notna().to_numpy() & ~np.isnan(steps)
             if not present.any():
                 continue
+            # Rows that are not evaluations and measured something: a progress counter alone is not training.
+            trained = trained or (metric not in PROGRESS_KEYS and bool((present & training).any()))
             v = column.to_numpy(dtype="float64", na_value=np.nan)[present]
             with np.errstate(over="ignore", invalid="ignore"):
                 bits = np.where(np.isnan(v), np.float32(np.nan), v).astype(np.float32).view(np.uint32).astype(np.int64)
@@ -187,7 +196,7 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
             last_step=int(known.max()) if len(known) else None,
             t0=ts[timed].min().to_pydatetime() if timed.any() else None,
             t1=ts[timed].max().to_pydatetime() if timed.any() else None,
-            trained=_trained(group, metrics if values else [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]),
+            trained=trained,
             timed_first_step=int(timed_steps.min()) if len(timed_steps) else None,
             clock=clock,
             max_gap=int(np.diff(np.unique(known)).max()) if len(np.unique(known)) > 1 else 0,
@@ -210,16 +219,9 @@ class _Agreement:
         return bool(self.agree_steps and self.differ_steps and self.agree_steps[-1] < self.differ_steps[0])
 
 
-def _trained(group: pd.DataFrame, metrics: list[str]) -> bool:
-    """Whether rows that are not evaluations measured anything: a progress counter alone (TensorBoard's
-    train/epoch beside an evaluation) is not training."""
-    rows = group[group["kind"] != "eval"]
-    measured = [m for m in metrics if m not in PROGRESS_KEYS]
-    return bool(len(rows)) and bool(rows[measured].notna().to_numpy().any()) if measured else False
-
-
-def _compare(a: _Trace, b: _Trace) -> _Agreement:
-    """A point agrees when the two records hold one value in common at that step and metric."""
+def _compare(a: _Trace, b: _Trace, stop_at_difference: bool = False) -> _Agreement:
+    """A point agrees when the two records hold one value in common at that step and metric;
+    `stop_at_difference` returns at the first metric that differs (when no difference is tolerated)."""
     agree = differ = 0
     agree_steps: set[int] = set()
     differ_steps: set[int] = set()
@@ -232,6 +234,8 @@ def _compare(a: _Trace, b: _Trace) -> _Agreement:
         differ += len(differing)
         agree_steps.update(int(s) for s in agreeing)
         differ_steps.update(int(s) for s in differing)
+        if stop_at_difference and differ:
+            break
     # A step where any metric differs is a differing step, though its schedule (epoch, learning rate) agrees.
     return _Agreement(agree, differ, sorted(agree_steps - differ_steps), sorted(differ_steps))
 
@@ -244,6 +248,7 @@ def _same_moments(a: _Trace, b: _Trace) -> tuple[int, float] | None:
     return len(common), float(np.median(np.abs(a.clock[1][ia] - b.clock[1][ib]))) / 1e9
 
 
+@functools.lru_cache(maxsize=65536)
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("/", "."))
 
@@ -413,7 +418,7 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
         weak = f"both are the logger version {sa.version_name}"
     elif moments is not None:
         weak = f"both logged the same {moments[0]} steps at the same moments ({moments[1]:.2f} s apart at the median)"
-    agreement = _compare(ta, tb)
+    agreement = _compare(ta, tb, stop_at_difference=rule != "output-dir")
     shared, steps = agreement.agree, agreement.agree_steps
     lost = ""
     if agreement.differ:
@@ -967,7 +972,7 @@ def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Che
     first = trace.first_step
     options: list[tuple[int, str, Checkpoint, int]] = []
     for other_id, other in runs.items():
-        if other_id == run.id or other.kind != "training" or config_differences(run.config, other.config) != []:
+        if other_id == run.id or other.kind != "training":
             continue
         theirs = traces.get(other_id)
         if theirs is None or theirs.first_step is None:
@@ -978,6 +983,8 @@ def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Che
             continue
         if theirs.timed() and trace.timed() and trace.t0 < theirs.t1:  # type: ignore[operator]
             continue  # it started before the other run's last record: not its continuation
+        if config_differences(run.config, other.config) != []:
+            continue  # the same configuration, positively: both recorded, no key differs
         check = max(saved, key=lambda c: (c.step or 0, c.path))
         options.append((check.step or 0, other_id, check, theirs.first_step))
     if not options:
