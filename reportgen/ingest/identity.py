@@ -280,6 +280,7 @@ class _Pair:
     text: str
     rule: str
     evidence: tuple[Evidence, ...]
+    named_folder: bool = False  # an MLflow run's output_dir or logging_dir parameter names the folder
 
 
 @dataclass
@@ -433,9 +434,9 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
     if shared >= MIN_SHARED_VALUES and (strong or weak):
         because = "; ".join(x for x in (strong, weak) if x)
         text = f"{names} are one run: {shared} values logged by both at {_span(steps)} are equal, and {because}{lost}"
-        return _Pair(sa.key, sb.key, 4 if strong else 3, text, "same-values", evidence)
+        return _Pair(sa.key, sb.key, 4 if strong else 3, text, "same-values", evidence, rule == "output-dir")
     if strong and shared == 0:
-        return _Pair(sa.key, sb.key, 2, f"{names} are one run: {strong}", rule, evidence)
+        return _Pair(sa.key, sb.key, 2, f"{names} are one run: {strong}", rule, evidence, rule == "output-dir")
     return None
 
 
@@ -472,7 +473,7 @@ def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], trac
         for i, a in enumerate(partners):
             for b in partners[i + 1:]:
                 alike = loggers(a) & loggers(b)
-                together = all(p.rule == "output-dir" or "output_dir parameter" in p.text for p in top)
+                together = all(p.named_folder for p in top)
                 if alike and not (together and successive(a, b)):
                     ambiguous.add(side)
     members: dict[str, list[str]] = {k: [k] for k in keys}
