@@ -208,7 +208,8 @@ class RunFacts:
 
     A Trainer's trainer_state.json, a Lightning version folder, an MLflow run or a TensorBoard
     folder each give one of these; ingest merges them with the native events into one Run.
-    `status` is only set when the source can tell ("completed" or "interrupted").
+    `status` is only set when the source can tell: "completed", "interrupted", or STOPPED_BY_LOOP
+    (the training loop ended training before its end, without saying which callback told it to).
     """
 
     run: str
@@ -324,6 +325,7 @@ class Run:
     config: dict | None = None
     config_id: str | None = None
     resumes: str | None = None
+    resumed_at_step: int | None = None  # the step of the checkpoint it continues from, when evidence names one
     started_at: datetime | None = None
     ended_at: datetime | None = None
     end_status: str | None = None

@@ -421,8 +421,8 @@ def test_a_log_with_no_steps_beside_no_run_is_not_a_run(tmp_path):
         "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
     data = build_inspect(ingest(logs))
     assert sorted(runs_of(data)) == ["run-1"]
-    assert [u["path"] for u in data["unlinked"]] == ["run-2/train.log"]
-    assert [m["kind"] for m in data["unlinked"][0]["messages"]] == ["resumed", "finished"]
+    assert [u["path"] for u in data["unlinked_sources"]] == ["run-2/train.log"]
+    assert [m["kind"] for m in data["unlinked_sources"][0]["messages"]] == ["resumed", "finished"]
 
 
 FIXTURE_FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -119,7 +120,7 @@ def test_captured_stdout_beside_the_versions_is_linked_on_evidence(lightning):
 def test_logs_no_evidence_ties_to_one_run_are_listed_apart_never_runs(lightning):
     """baseline.log prints hyperparameters that version_0 and its repeat version_4 share; plot.log is a
     plotting script's crash. Neither becomes a run, and neither is given to a run."""
-    apart = {u["path"]: u for u in lightning["unlinked"]}
+    apart = {u["path"]: u for u in lightning["unlinked_sources"]}
     assert sorted(apart) == ["baseline.log", "plot.log"]
     assert f"match {V(0)} and {V(4)} alike" in apart["baseline.log"]["reason"]
     assert [m["kind"] for m in apart["plot.log"]["messages"]] == ["traceback"]
@@ -364,7 +365,7 @@ def test_a_log_appended_by_several_versions_without_their_times_is_not_split_by_
                         *(f"lightning_logs/version_{n}/{e.name}" for n in range(3)
                           for e in (CAMPAIGNS / "lightning-appended" / f"lightning_logs/version_{n}").glob("events.*")))
     data = build_inspect(ingest(logs))
-    assert [u["path"] for u in data["unlinked"]] == ["lightning_logs/train.log"] * 3
+    assert [u["path"] for u in data["unlinked_sources"]] == ["lightning_logs/train.log"] * 3
     assert runs_of(data)[V(1)]["status"] == "unknown"
 
 
@@ -388,7 +389,7 @@ def test_an_mlflow_sweep_parent_that_logged_nothing_is_not_a_run(tmp_path):
                        [(parent, child) for child in children])
     data = build_inspect(ingest(logs))
     assert not any(r["id"].startswith("rambunctious") and r["first_step"] is None for r in data["runs"])
-    apart = [u for u in data["unlinked"] if u["path"] == "mlflow.db"]
+    apart = [u for u in data["unlinked_sources"] if u["path"] == "mlflow.db"]
     assert len(apart) == 1 and "holds 2 nested runs and logged no metric of its own" in apart[0]["reason"]
 
 
@@ -414,3 +415,141 @@ def test_a_log_beside_a_run_of_its_own_log_joins_that_run(tmp_path):
     assert sorted(runs) == ["exp8"]
     assert rules(runs["exp8"], "linked") == ["only-run-below"]
     assert runs["exp8"]["status"] == "interrupted"  # the crash is in stdout.log
+
+
+# --- loggers named apart, loggers in one folder, a Trainer with TensorBoard alone ------------
+
+NAMED = CAMPAIGNS / "lightning-named-loggers"
+ONE_ROOT = CAMPAIGNS / "lightning-one-root"
+TB_ONLY = CAMPAIGNS / "trainer-tb-only"
+
+
+def test_loggers_named_apart_are_one_run_by_their_version_number():
+    """CSVLogger(name="csv") and TensorBoardLogger(name="tb"): csv/version_N and tb/version_N of one fit.
+    version_3 repeats version_0 (same configuration and seed, equal values): the number keeps them apart."""
+    runs = runs_of(build_inspect(ingest(NAMED)))
+    assert sorted(runs) == [f"csv/version_{n}" for n in range(4)]
+    for n in range(4):
+        run = runs[f"csv/version_{n}"]
+        assert any(s.startswith(f"tb/version_{n}/events.out.tfevents.") for s in run["sources"])
+        assert f"both are logger version version_{n}" in next(
+            d["text"] for d in run["identity"] if d["rule"] == "same-values")
+    assert runs["csv/version_0"]["resumes"] is None and runs["csv/version_3"]["resumes"] is None
+    assert runs["csv/version_2"]["resumes"] == "csv/version_1"
+
+
+def test_a_continuation_names_the_step_it_resumed_from_not_its_first_logged_one():
+    runs = runs_of(build_inspect(ingest(NAMED)))
+    assert runs["csv/version_2"]["resumed_at_step"] == 100  # last.ckpt; its first logged step is later
+    assert runs["csv/version_1"]["status"] == "interrupted"
+    assert runs["csv/version_1"]["status_reason"].endswith("csv/version_2 continues it from its checkpoint at step 100")
+
+
+def test_a_trainer_continuation_gives_back_the_history_it_copied(trainer):
+    """A Trainer resumed into a new folder copies checkpoint-20's log_history into its own: those
+    steps are the killed run's; the continuation's own steps start after 20."""
+    runs = runs_of(trainer)
+    assert runs["killed-resume"]["resumed_at_step"] == 20
+    assert runs["killed-resume"]["first_step"] > 20
+    assert runs["killed"]["status_reason"].endswith("from its checkpoint at step 20")
+    assert runs["base-a2"]["first_step"] <= 5  # counter-example: a repeat keeps the steps it trained itself
+
+
+def test_two_loggers_in_one_folder_are_one_run_by_neighbouring_versions():
+    """Both loggers in lightning_logs/: each fit takes two numbers (0+1, 2+3, 4+5); the third fit repeats
+    the first, so versions 0, 1, 4 and 5 hold equal values and one configuration."""
+    runs = runs_of(build_inspect(ingest(ONE_ROOT)))
+    assert sorted(runs) == [V(0), V(2), V(4)]
+    for n in (0, 2, 4):
+        assert any(s.startswith(f"{V(n + 1)}/events.out.tfevents.") for s in runs[V(n)]["sources"])
+        merged = next(d["text"] for d in runs[V(n)]["identity"] if d["rule"] == "same-values")
+        assert f"neighbouring versions version_{n} and version_{n + 1}" in merged
+
+
+def test_equal_values_in_versions_that_are_not_neighbours_stay_two_runs(tmp_path):
+    """Counter-example: without version_1 (the first fit's events) and version_4 (the repeat's metrics.csv),
+    version_0 and version_5 hold equal values and one configuration, but nothing else ties them."""
+    runs = runs_of(build_inspect(ingest(copy_without(ONE_ROOT, tmp_path / "logs", V(1), V(4)))))
+    assert sorted(runs) == [V(0), V(2), V(5)]
+    assert runs[V(0)]["formats"] == ["lightning-csv"] and runs[V(5)]["formats"] == ["lightning-csv", "tensorboard"]
+
+
+def test_tensorboard_in_the_trainer_s_default_folder_is_that_folder_s_run():
+    """save_strategy="no" and no save_state(): out/nosave/runs/<date>_<host> holds the only records; its
+    logged arguments name out/nosave, and the final summary at max_steps says it completed."""
+    runs = runs_of(build_inspect(ingest(TB_ONLY)))
+    assert sorted(runs) == ["baseline-try1", "baseline-try2", "crashy", "nosave"]
+    assert runs["nosave"]["status"] == "completed"
+    assert "final training summary (train/train_runtime) is at step 25, max_steps 25" in runs["nosave"]["status_reason"]
+
+
+def test_a_trainer_summary_short_of_max_steps_is_a_stop_by_the_training_loop(tmp_path):
+    """The events of an early-stopped run without its output folder: the summary at step 9 of 30."""
+    logs = tmp_path / "logs"
+    shutil.copytree(CAMPAIGNS / "trainer-tb-outside" / "tb" / "es-stop", logs / "tb" / "es-stop")
+    runs = runs_of(build_inspect(ingest(logs)))
+    assert sorted(runs) == ["es-stop"]  # its output_dir (out/es-stop) holds no events: no folder to name it
+    assert runs["es-stop"]["status"] == "stopped"
+    assert "is at step 9 of max_steps 30: the training loop stopped itself" in runs["es-stop"]["status_reason"]
+
+
+def test_a_path_names_a_folder_only_by_its_last_parts():
+    from reportgen.ingest.identity import path_ends_with
+
+    assert path_ends_with("/home/u/exp/out/nosave", "out/nosave")
+    assert not path_ends_with("/data/runs/exp1", "runs")  # runs/<date>_<host> is not that output_dir
+    assert not path_ends_with("/data/runs/exp1", "")
+
+
+def test_a_log_whose_printed_values_are_one_run_s_joins_it_and_its_crash_ends_it():
+    runs = runs_of(build_inspect(ingest(TB_ONLY)))
+    assert rules(runs["crashy"], "linked") == ["printed-values"]
+    assert runs["crashy"]["status"] == "interrupted"
+    assert "OutOfMemoryError" in runs["crashy"]["status_reason"]
+    assert rules(runs["nosave"], "linked") == ["printed-values"]
+
+
+def test_a_log_appended_by_two_repeats_is_split_and_each_process_goes_to_its_run():
+    """baseline-try1 and -try2 run one configuration and seed one after the other into nohup.out: their
+    losses are equal, the runtimes each printed in its final summary are its own."""
+    data = build_inspect(ingest(TB_ONLY))
+    runs = runs_of(data)
+    linked = {name: next(d for d in runs[name]["identity"] if d["decision"] == "linked")
+              for name in ("baseline-try1", "baseline-try2")}
+    assert {d["rule"] for d in linked.values()} == {"printed-values"}
+    lines = {name: d["evidence"][0]["line"] for name, d in linked.items()}
+    assert lines["baseline-try1"] == 1 < lines["baseline-try2"]
+    assert runs["baseline-try1"]["resumes"] is None and runs["baseline-try2"]["resumes"] is None
+    assert data["unlinked_sources"] == []
+
+
+def test_an_evaluation_bar_nested_in_training_starts_no_new_process(tmp_path):
+    """Counter-example, from the real nohup.out: its first process's evaluation bars (nested: drawn with
+    ESC[A) given the training bar's total of 30. A bar at 0 of that total is still no new process."""
+    from reportgen.ingest import textlog
+
+    real = (TB_ONLY / "nohup.out").read_text(encoding="utf-8")
+    _info, _messages, sessions = textlog.read(TB_ONLY / "nohup.out", "nohup.out")
+    assert len(sessions) == 2
+    first = "\n".join(real.split("\n")[: sessions[1].first_line - 1])
+    nested = re.sub(r"(\d+)/4 (\[[^\r\n\x1b]*\])\x1b\[A", lambda m: f"{m[1]}/30 {m[2]}\x1b[A", first)
+    assert "| 0/30 [00:00<?, ?it/s]\x1b[A" in nested  # the change the test relies on
+    (tmp_path / "nohup.out").write_text(nested, encoding="utf-8")
+    _info, _messages, sessions = textlog.read(tmp_path / "nohup.out", "nohup.out")
+    assert len(sessions) == 1
+
+
+def test_printed_learning_rates_and_epochs_alone_tie_no_run():
+    """Counter-example: every run of one schedule logs the same learning rates and epochs."""
+    from reportgen.ingest.identity import _by_values, _logged_values
+    from reportgen.ingest.textlog import Session
+
+    campaign = ingest(TB_ONLY)
+    values = _logged_values(campaign)
+    logged = values["nosave"]
+    session = Session(0, 1, 9)
+    session.values = [(1, "learning_rate", float(v), 1e-9) for v in logged["learning_rate"][:5]]
+    session.values += [(1, "epoch", float(v), 1e-9) for v in logged["epoch"][:5]]
+    assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == []
+    session.values += [(2, "loss", float(v), 1e-9) for v in logged["loss"][:3]]  # values that tell runs apart
+    assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == ["nosave"]

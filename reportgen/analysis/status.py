@@ -3,7 +3,7 @@
 | order | evidence | status |
 |---|---|---|
 | 1 | a stop the script logged (a native `stop` event) | stopped (by the script) |
-| 2 | the training loop's own stop: EarlyStoppingCallback's state, Lightning's EarlyStopping message | stopped (by the training loop) |
+| 2 | the training loop's own stop: EarlyStoppingCallback's state, Lightning's EarlyStopping message, a Trainer's final summary short of max_steps | stopped (by the training loop) |
 | 3 | a native `run_end` | its status (`completed`, `stopped`; any other is interrupted) |
 | 4 | an end marker: the Trainer's final summary, global_step at max_steps, Lightning's max_steps reached or "`Trainer.fit` stopped", MLflow FINISHED | completed |
 | 5 | a cut: a crash message (traceback, out of memory, killed), MLflow FAILED or KILLED, a source file cut off mid-record, a later run that continues it | interrupted |
@@ -47,6 +47,10 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
     early = [m for m in messages if m.kind == "early_stop"]
     if early:
         return RunStatus("stopped", f"early stopping: {early[-1].message}", [m.evidence for m in early], by=STOPPED_BY_LOOP)
+    loop = [f for f in run.facts if f.status == STOPPED_BY_LOOP]
+    if loop:
+        return RunStatus("stopped", loop[0].reason or "the training loop stopped itself", [f.evidence for f in loop],
+                         by=STOPPED_BY_LOOP)
     if run.end_status is not None:
         end = [run.end_evidence] if run.end_evidence else []
         if run.end_status == "completed":
@@ -85,7 +89,8 @@ def _cut(run: Run, campaign: Campaign, messages: list) -> RunStatus | None:
     later = sorted(r.id for r in campaign.runs.values() if r.resumes == run.id)
     if later:
         after = campaign.runs[later[0]]
-        where = f" from step {after.first_step}" if after.first_step is not None else ""
+        where = (f" from its checkpoint at step {after.resumed_at_step}" if after.resumed_at_step is not None else
+                 f" (its first logged step is {after.first_step})" if after.first_step is not None else "")
         evidence = [e for d in after.identity if d.decision == "resumes" for e in d.evidence]
         if not evidence and after.sources:
             evidence = [Evidence(after.sources[0])]

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import pandas as pd
+
 from reportgen.ingest import (
     bench,
     hf,
@@ -27,10 +29,11 @@ from reportgen.ingest import (
     textlog,
 )
 from reportgen.ingest.common import Reading
-from reportgen.ingest.identity import Source, TextLog
+from reportgen.ingest.identity import Source, TextLog, path_ends_with
 from reportgen.ingest.mlflow import MlflowRun
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
+    STOPPED_BY_LOOP,
     Decision,
     Evaluation,
     Evidence,
@@ -277,13 +280,14 @@ class _Scan:
                 self.sources[key] = Source(key, tensorboard.FORMAT, _name(folder) or "logs", Evidence(rel), folder=folder)
             texts: dict[str, str] = {}
             info, frame = tensorboard.read(self.found[rel][0], rel, key, texts)
-            if owner is None:
-                self._trainer_arguments(key, texts)
+            args = self._trainer_arguments(key, texts) if owner is None else None
             if len(frame):
                 files.setdefault(key, []).append((int(frame["step"].min()), rel))
             facts = RunFacts(run=key, format=tensorboard.FORMAT, evidence=Evidence(rel))
             if info.cut_off and owner is None:
                 facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
+            elif args is not None:
+                self._trainer_summary(rel, frame, args, facts)
             if owner in self.pl_limits and len(frame):
                 self._lightning_reached(owner, int(frame["step"].max()) + 1, rel)
             self.readings.append(Reading([info], [frame], [facts]))
@@ -291,18 +295,52 @@ class _Scan:
         for key, starts in files.items():
             self._restarts(key, sorted(starts))
 
-    def _trainer_arguments(self, key: str, texts: dict[str, str]) -> None:
+    def _trainer_arguments(self, key: str, texts: dict[str, str]) -> dict | None:
         """The Trainer's TensorBoard writer logs its TrainingArguments as the text summary "args": their
-        output_dir names the Trainer folder the events belong to (a logging_dir outside it, say)."""
+        output_dir names the Trainer folder the events belong to (a logging_dir outside it, say).
+
+        When that folder holds the events (output_dir/runs/<date_host>, the Trainer's default) and no
+        trainer_state.json made it a run folder, the events' run is that folder's: it takes its name."""
         raw = texts.get("args/text_summary") or texts.get("args")
-        if raw is None or self.sources[key].params is not None:
-            return
+        if raw is None:
+            return None
         try:
             args = json.loads(raw)
         except ValueError:
+            return None
+        if not isinstance(args, dict):
+            return None
+        source = self.sources[key]
+        if source.params is None:
+            source.params = {k: str(v) for k, v in args.items() if k in ("output_dir", "logging_dir", "run_name")}
+        output_dir = args.get("output_dir")
+        if isinstance(output_dir, str) and source.folder:
+            above = [f for f in _parents(source.folder + "/x")[1:] if f and path_ends_with(output_dir, f)]
+            if above:
+                source.folder, source.name = above[0], _name(above[0])
+        return args
+
+    def _trainer_summary(self, rel: str, frame: pd.DataFrame, args: dict, facts: RunFacts) -> None:
+        """The Trainer logs its final training summary (train/train_runtime) once, when train() returns:
+        at max_steps it completed; short of max_steps the training loop stopped itself (a callback
+        such as EarlyStoppingCallback told it to)."""
+        column = next((c for c in ("train/train_runtime", "train_runtime") if c in frame.columns), None)
+        max_steps = args.get("max_steps")
+        max_steps = max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0 else None
+        facts.max_steps = max_steps
+        if column is None or not frame[column].notna().any():
             return
-        if isinstance(args, dict):
-            self.sources[key].params = {k: str(v) for k, v in args.items() if k in ("output_dir", "logging_dir", "run_name")}
+        row = frame.loc[frame[column].notna()].iloc[-1]
+        step = int(row["step"])
+        facts.evidence, facts.last_step = Evidence(rel, int(row["line"]) if pd.notna(row["line"]) else None), step
+        if max_steps is None or step >= max_steps:
+            of = f", max_steps {max_steps}" if max_steps else ""
+            facts.status, facts.reason = "completed", f"the Trainer's final training summary ({column}) is at step {step}{of}"
+        else:
+            facts.status = STOPPED_BY_LOOP
+            facts.reason = (f"the Trainer's final training summary ({column}) is at step {step} of max_steps {max_steps}: "
+                            "the training loop stopped itself before max_steps (a callback such as "
+                            "EarlyStoppingCallback told it to)")
 
     def _restarts(self, key: str, starts: list[tuple[int, str]]) -> None:
         """A later file of another writer process, starting at a later step, is a restart; one of the

@@ -264,6 +264,12 @@ def _contains(path: str, folder: str) -> int:
     return 0
 
 
+def path_ends_with(path: str, folder: str) -> bool:
+    """A path from the training machine ends with every part of `folder` (a folder under LOGS)."""
+    inner, outer = _parts(folder), _parts(path)
+    return bool(inner) and outer[-len(inner):] == inner
+
+
 def _span(steps: list[int]) -> str:
     if not steps:
         return ""
@@ -318,7 +324,8 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
 
     containers = _containers(keys, sources, traces)
     keys = [k for k in keys if k not in containers]
-    pairs = _pairs(keys, sources, traces, set(evaluation))
+    configs = {f.run: f.config for f in campaign.run_facts if f.config}
+    pairs = _pairs(keys, sources, traces, set(evaluation), configs)
     groups = _union(keys, pairs, sources, traces)
     merged = Merged(renames={}, containers=containers)
     _name(groups, sources, campaign, merged)
@@ -355,7 +362,8 @@ def _containers(keys: list[str], sources: dict[str, Source], traces: dict[str, _
             for k in keys if sources[k].uuid in children and k not in traces}
 
 
-def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace], evaluation: set[str]) -> list[_Pair]:
+def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace], evaluation: set[str],
+           configs: dict[str, dict]) -> list[_Pair]:
     """Every pair of sources the evidence says are one run, strongest first."""
     empty = _Trace({}, frozenset(), None, None, None, None, False, None)
     out: list[_Pair] = []
@@ -369,7 +377,7 @@ def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace
             la, lb = ta.loggers or {sa.format}, tb.loggers or {sb.format}
             if la & lb:
                 continue  # one run has one record per logger
-            pair = _pair(sa, sb, ta, tb)
+            pair = _pair(sa, sb, ta, tb, _same_config(configs.get(a), configs.get(b)))
             if pair is not None:
                 out.append(pair)
     return sorted(out, key=lambda p: (-p.score, p.a, p.b))
@@ -398,9 +406,38 @@ def _clocks_overlap(a: _Trace, b: _Trace) -> bool:
     return bool(a.timed() and b.timed() and a.t0 <= b.t1 and b.t0 <= a.t1)  # type: ignore[operator]
 
 
-def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
+def _same_config(a: dict | None, b: dict | None) -> int:
+    """How many configuration keys two sources both record, all equal (0 when any differs or none is shared)."""
+    differs = config_differences(a, b)
+    return len(set(_leaves(a or {})) & set(_leaves(b or {}))) if differs == [] else 0
+
+
+def _same_first_steps(a: _Trace, b: _Trace) -> bool:
+    """Every metric both log starts at the same step in both: the records of one process's loop."""
+    shared = set(a.values) & set(b.values)
+    return bool(shared) and all(int(a.values[m][0] >> 32) == int(b.values[m][0] >> 32) for m in shared)
+
+
+def _version(source: Source) -> str | None:
+    """A Lightning logger's version folder name (version_3): the loggers of one Trainer each name
+    their folders as they are told, and number their versions alike."""
+    return PurePosixPath(source.version_name).name if source.version_name else None
+
+
+def _adjacent_versions(sa: Source, sb: Source) -> bool:
+    """Two version folders side by side numbered one apart (version_0 and version_1): two loggers of one
+    Trainer writing into one folder each take the next free number, one after the other."""
+    if not (sa.version_name and sb.version_name and sa.folder and sb.folder):
+        return False
+    a, b = PurePosixPath(sa.folder), PurePosixPath(sb.folder)
+    na, nb = (PurePosixPath(s.version_name or "").name.removeprefix("version_") for s in (sa, sb))
+    return a.parent == b.parent and na.isdigit() and nb.isdigit() and abs(int(na) - int(nb)) == 1
+
+
+def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace, same_config: int = 0) -> _Pair | None:
     """The evidence that two sources are one run, if there is enough; the cheap ties are looked at
-    first, so that two records are compared value by value only when something else ties them."""
+    first, so that two records are compared value by value only when something else ties them.
+    `same_config` is how many configuration keys both record, all equal (0: none, or one differs)."""
     strong = _named_folder(sa, sb) or _named_folder(sb, sa)
     rule = "output-dir" if strong else ""
     if strong is None and (sa.params is not None or sb.params is not None or sa.declared or sb.declared):
@@ -408,17 +445,22 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
         this = sa if other is sb else sb
         if other.folder is not None and this.name == other.name:
             strong, rule = f"its run name is the name of {other.folder or '.'}/", "same-name"
-    version = sa.version_name is not None and sa.version_name == sb.version_name
-    if not (strong or version or _clocks_overlap(ta, tb)):
+    version = _version(sa) is not None and _version(sa) == _version(sb)
+    if not (strong or version or (same_config and _adjacent_versions(sa, sb)) or _clocks_overlap(ta, tb)):
         return None
     moments = _same_moments(ta, tb)
     if moments is not None and moments[1] > SAME_MOMENT_S:
         return None  # both time the same steps, at other moments: two runs
     weak = None
     if version:
-        weak = f"both are the logger version {sa.version_name}"
+        weak = f"both are logger version {_version(sa)}"
     elif moments is not None:
         weak = f"both logged the same {moments[0]} steps at the same moments ({moments[1]:.2f} s apart at the median)"
+    config_tie = None
+    if same_config and not weak and not strong and _adjacent_versions(sa, sb) and _same_first_steps(ta, tb):
+        config_tie = (f"they are the neighbouring versions {_version(sa)} and {_version(sb)} of one folder (two loggers "
+                      f"of one Trainer take the next free number each), record the same configuration ({same_config} "
+                      "keys) and log each metric from the same first step")
     agreement = _compare(ta, tb, stop_at_difference=rule != "output-dir")
     shared, steps = agreement.agree, agreement.agree_steps
     lost = ""
@@ -431,10 +473,12 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace) -> _Pair | None:
                 "checkpoint and those steps were run again")
     evidence = (sa.evidence, sb.evidence)
     names = f"{_label(sa)} and {_label(sb)}"
-    if shared >= MIN_SHARED_VALUES and (strong or weak):
-        because = "; ".join(x for x in (strong, weak) if x)
+    if shared >= MIN_SHARED_VALUES and (strong or weak or config_tie):
+        because = "; ".join(x for x in (strong, weak, config_tie) if x)
         text = f"{names} are one run: {shared} values logged by both at {_span(steps)} are equal, and {because}{lost}"
-        return _Pair(sa.key, sb.key, 4 if strong else 3, text, "same-values", evidence, rule == "output-dir")
+        # A configuration is shared by every repeat of a run: the weakest second tie.
+        score = 4 if strong else 3 if weak else 2
+        return _Pair(sa.key, sb.key, score, text, "same-values", evidence, rule == "output-dir")
     if strong and shared == 0:
         return _Pair(sa.key, sb.key, 2, f"{names} are one run: {strong}", rule, evidence, rule == "output-dir")
     return None
@@ -570,7 +614,8 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
             folders.setdefault(merged.renames[key], []).append(source.folder)
     pending = _link_texts(campaign, texts, folders)
     _own_runs(campaign, pending, texts)
-    _continuations(campaign)
+    if _continuations(campaign):
+        pending = _relink_by_values(campaign, pending)
     pending = _link_by_chain(campaign, pending)
     _attach_evaluations(campaign)
     for (text, session), reason in sorted(pending.items(), key=lambda item: (item[0][0].path, item[0][1].index)):
@@ -678,8 +723,76 @@ def _by_hparams(session: Session, candidates: list[Run], path: str) -> tuple[lis
     return [], "", ()
 
 
+# Printed values that every run of one schedule shares: they tell runs apart only when they differ.
+SCHEDULE_KEYS = frozenset({"learning_rate", "lr", "epoch", "step", "global_step"}) | PROGRESS_KEYS
+
+
+def _logged_values(campaign: Campaign) -> dict[str, dict[str, np.ndarray]]:
+    """Each run's logged values by canonical metric name, sorted, for matching printed values."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    frame = campaign.metrics
+    if not len(frame):
+        return out
+    metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
+    for run, group in frame.groupby("run", sort=True):
+        values: dict[str, list[np.ndarray]] = {}
+        for metric in metrics:
+            column = group[metric].to_numpy(dtype="float64", na_value=np.nan)
+            column = column[np.isfinite(column)]
+            if len(column):
+                values.setdefault(_canon(str(metric)), []).append(column)
+        out[str(run)] = {m: np.unique(np.concatenate(parts)) for m, parts in values.items()}
+    return out
+
+
+def _printed_score(session: Session, logged: dict[str, np.ndarray]) -> tuple[int, int, int, int | None]:
+    """(values that tell runs apart found, all found, not found, first line found) for one run: a
+    printed value is found when the run logged that metric with a value that prints the same."""
+    told = found = missed = 0
+    first: int | None = None
+    for line, name, value, half in session.values:
+        held = logged.get(_canon(name))
+        if held is None:
+            continue
+        at = int(np.searchsorted(held, value))
+        near = [held[i] for i in (at - 1, at) if 0 <= i < len(held)]
+        tolerance = max(half, abs(value) * 1e-6) * (1 + 1e-9)  # TensorBoard keeps float32
+        if any(abs(v - value) <= tolerance for v in near):
+            found += 1
+            told += name not in SCHEDULE_KEYS
+            first = line if first is None else first
+        else:
+            missed += 1
+    return told, found, missed, first
+
+
+def _by_values(session: Session, candidates: list[Run], values: dict[str, dict[str, np.ndarray]],
+               path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
+    """The run whose logged values the session printed: at least MIN_SHARED_VALUES that tell runs apart
+    (losses, norms, runtimes; not the learning rate or epoch), at most one in five not found, and
+    fewer not found than any other run (a repeat of one configuration prints the same losses, but
+    its own runtimes)."""
+    if not session.values:
+        return [], "", ()
+    scores = {}
+    for run in candidates:
+        told, found, missed, first = _printed_score(session, values.get(run.id, {}))
+        if told >= MIN_SHARED_VALUES and missed * 4 <= found:
+            scores[run.id] = (missed, -found, first)
+    if not scores:
+        return [], "", ()
+    best = min(score[:2] for score in scores.values())
+    hits = sorted(r for r, score in scores.items() if score[:2] == best)
+    missed, found = best[0], -best[1]
+    line = scores[hits[0]][2]
+    text = (f"{found} of the {len(session.values)} values it prints (from line {line}) are the run's logged values"
+            + (f", {missed} are not" if missed else ""))
+    return hits, text, (Evidence(path, line),)
+
+
 AMBIGUOUS = {"clock-times": "its clock times fit {runs} alike", "named-path": "it names the folders of {runs}",
-             "printed-hparams": "the hyperparameters it prints match {runs} alike"}
+             "printed-hparams": "the hyperparameters it prints match {runs} alike",
+             "printed-values": "the values it prints are those of {runs} alike"}
 
 
 def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, list[str]]) -> dict[tuple, str]:
@@ -687,6 +800,7 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
     it names or the hyperparameters it prints tie it to (in that order, each narrowing the last)."""
     pending: dict[tuple, str] = {}
     runs = [r for r in campaign.runs.values()]
+    values = _logged_values(campaign) if any(s.values for t in texts if t.owner is None for s in t.sessions) else {}
     for text in texts:
         if text.owner is not None:
             continue
@@ -696,7 +810,8 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
             chosen: tuple[str, str, str, tuple[Evidence, ...]] | None = None
             for rule, found in (("clock-times", lambda c: _by_clock(session, c)),
                                 ("named-path", lambda c: _by_path(session, c, folders, text.path)),
-                                ("printed-hparams", lambda c: _by_hparams(session, c, text.path))):
+                                ("printed-hparams", lambda c: _by_hparams(session, c, text.path)),
+                                ("printed-values", lambda c: _by_values(session, c, values, text.path))):
                 hits, why, evidence = found(candidates)
                 if not hits:
                     continue
@@ -716,6 +831,21 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
     return pending
 
 
+def _relink_by_values(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple, str]:
+    """Once a continuation's copy of the records it inherited is given back to the run it continues,
+    the values a process printed may tie it to one of the two runs that held them both."""
+    values = _logged_values(campaign)
+    runs = list(campaign.runs.values())
+    for text, session in list(pending):
+        hits, why, evidence = _by_values(session, runs, values, text.path)
+        if len(hits) == 1:
+            decision = Decision("linked", "printed-values", f"{_where(text, session)} is this run's log: {why}",
+                                (Evidence(text.path, session.first_line), *evidence))
+            _give(campaign, text, session, hits[0], decision)
+            del pending[(text, session)]
+    return pending
+
+
 def _nothing_ties(session: Session) -> str:
     """Why no rule tied a process's log to a run, by what it has."""
     has = []
@@ -725,6 +855,8 @@ def _nothing_ties(session: Session) -> str:
         has.append("the paths it names are in no run's folder")
     if session.mappings:
         has.append("the hyperparameters it prints are no run's")
+    if session.values:
+        has.append("the values it prints are no run's")
     return "; ".join(has) if has else "it has no clock time, no path and no printed hyperparameters to tie it to a run"
 
 
@@ -861,10 +993,14 @@ class _Claim:
     other: str
     text: str
     evidence: tuple[Evidence, ...]
+    step: int | None = None  # the step of the checkpoint it continues from
+    inherited: str | None = None  # the file whose records up to `step` were copied from that checkpoint
 
 
-def _continuations(campaign: Campaign) -> None:
-    """Which run continues which, on positive evidence only; a configuration that differs is a new run (R10)."""
+def _continuations(campaign: Campaign) -> bool:
+    """Which run continues which, on positive evidence only; a configuration that differs is a new run (R10).
+    True when a continuation's inherited records were given back to the run it continues."""
+    gave_back = False
     runs = campaign.runs
     traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False)
     checkpoints: dict[str, list[Checkpoint]] = {}
@@ -892,9 +1028,27 @@ def _continuations(campaign: Campaign) -> None:
                     f"{claim.text}, but its configuration differs from {claim.other}'s ({shown}): "
                     "a new run, not a continuation (R10)"), claim.evidence, other=claim.other))
                 continue
-            run.resumes = claim.other
+            run.resumes, run.resumed_at_step = claim.other, claim.step
             run.identity.append(Decision("resumes", claim.rule, claim.text, claim.evidence, other=claim.other))
+            if claim.inherited is not None and claim.step is not None:
+                gave_back = _drop_inherited(campaign, run, claim.inherited, claim.step) or gave_back
             break
+    return gave_back
+
+
+def _drop_inherited(campaign: Campaign, run: Run, path: str, step: int) -> bool:
+    """A Trainer resumed into a new folder copies the checkpoint's log_history into its own: those
+    records, up to the checkpoint's step, are the run it continues (which holds them already)."""
+    metrics = campaign.metrics
+    inherited = (metrics["run"] == run.id) & (metrics["path"] == path) & (metrics["step"] <= step)
+    if not inherited.any():
+        return False
+    campaign.metrics = metrics[~inherited].reset_index(drop=True)
+    campaign.evaluations = [e for e in campaign.evaluations
+                            if not (e.run == run.id and e.evidence.path == path and e.step is not None and e.step <= step)]
+    own = campaign.metrics.loc[campaign.metrics["run"] == run.id, "step"].dropna()
+    run.first_step = int(own.min()) if len(own) else step + 1
+    return True
 
 
 def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: _Trace | None) -> Decision | None:
@@ -928,7 +1082,8 @@ def _restore_claims(run: Run, campaign: Campaign) -> list[_Claim]:
         check = _checkpoint_named(message.target or "", campaign.checkpoints)
         if check is not None and check.run != run.id and check.run in campaign.runs:
             claims.append(_Claim("restore-message", check.run, f"its log says it restored {check.path}, a checkpoint of "
-                                 f"{check.run} (line {message.evidence.line})", (message.evidence, check.evidence)))
+                                 f"{check.run} (line {message.evidence.line})", (message.evidence, check.evidence),
+                                 step=check.step))
     return claims
 
 
@@ -960,7 +1115,8 @@ def _history_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[
         return []
     text = (f"its log_history starts with the {found[0][0]} entries of {check.path}/trainer_state.json, and its own "
             f"timed records start at step {own}, after that checkpoint's step {check.step}")
-    return [_Claim("log-history", check.run, text, (check.evidence, *(f.evidence for f in run.facts if f.history)))]
+    state = next(f.evidence for f in run.facts if f.history)
+    return [_Claim("log-history", check.run, text, (check.evidence, state), step=check.step, inherited=state.path)]
 
 
 def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Checkpoint]],
@@ -996,7 +1152,8 @@ def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Che
     step, other_id, check, their_first = options[0]
     text = (f"same configuration; its first logged step ({first}) is past step {their_first}, the first step every "
             f"run of this configuration logs, and follows {other_id}'s checkpoint at step {step} ({check.path})")
-    return [_Claim("step-continuity", other_id, text, (check.evidence, Evidence(run.sources[0]) if run.sources else check.evidence))]
+    return [_Claim("step-continuity", other_id, text, (check.evidence, Evidence(run.sources[0]) if run.sources else check.evidence),
+                   step=check.step)]
 
 
 def _attach_evaluations(campaign: Campaign) -> None:

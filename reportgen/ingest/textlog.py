@@ -10,13 +10,15 @@ Recognised, each with its line:
 - real truncation messages (sequences truncated, `truncation` strategies applied) — `truncation`;
 - the end of training (the Trainer's final summary dict, Lightning's "`Trainer.fit` stopped");
 - resumes ("Restoring states from the checkpoint path at ...", "Continuing training from ...").
-Lightning prints "GPU available:" when each process starts: lines after the k-th such line
-belong to session k, so a log appended to by a run and its resume can be told apart.
+Lightning prints "GPU available:" when each process starts, and a Trainer's progress bar starts again
+at 0 of its total: lines after the k-th such line belong to session k, so a log appended to by a run
+and its resume (or by two runs one after the other) can be told apart.
 
 Each session also keeps what can tie it to a run when the log lies outside every run's folder
 (ingest/identity.py decides): the clock times its lines start with (logging's asctime, ISO
 times; a time without an offset is read as UTC), the hyperparameters it printed (a dict or an
-argparse Namespace), the paths it names, and whether it shows training steps.
+argparse Namespace), the values it printed (the Trainer's progress dicts and final summary, each
+to the digits printed), the paths it names, and whether it shows training steps.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 
 from reportgen.ingest.common import decode_text
@@ -77,6 +80,9 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+)+")
 # What looks like a path and is not one: a progress bar's count or rate (6/30, 37.86it/s, 2.82s/it).
 _NOT_A_PATH = re.compile(r"^[\d.]*(?:it|s)?/(?:s|it|[\d.]+)$")
 MAX_SESSION_ITEMS = 200  # clock times, printed mappings and paths kept per session
+MAX_SESSION_VALUES = 2000  # printed values kept per session
+# A value in a printed dict: 'loss': 3.9031 (transformers 4) or 'loss': '3.903' (transformers 5 prints strings).
+_VALUE = re.compile(r"'([A-Za-z_][\w/.\-]*)':\s*'?(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)'?(?=\s*[,}])")
 
 
 @dataclass(eq=False)  # one per file or process: compared and hashed as itself
@@ -89,6 +95,7 @@ class Session:
     times: list[datetime] = field(default_factory=list)
     mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
     paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
+    values: list[tuple[int, str, float, float]] = field(default_factory=list)  # printed (line, name, value, ± half its last digit)
     steps: bool = False  # a step line or a training progress bar: this process trained
     first_step: int | None = None
     last_step: int | None = None
@@ -151,9 +158,15 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
                 step, bar, bar_total = None, None, None
                 sessions.append(Session(session, number, number))
             seen_session_line = True
+        if (match := _BAR.match(line)) and _new_loop(match, line, bar_total, step):
+            # The training bar starts again from 0: the next process appended to the log (or a new train()).
+            flush_bar()
+            session += 1
+            step, bar, bar_total = None, None, None
+            sessions.append(Session(session, number, number))
         current = sessions[-1]
         current.last_line = number
-        if match := _BAR.match(line):
+        if match:
             bar_total = bar_total or int(match.group(2))  # the first bar of a process is its training loop
             if int(match.group(2)) == bar_total:
                 step = int(match.group(1))
@@ -212,6 +225,15 @@ def _ties(line: str, number: int, session: Session) -> None:
     """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
     if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
         session.times.append(clock)
+    if "{" in line and len(session.values) < MAX_SESSION_VALUES:
+        for match in _VALUE.finditer(line):
+            text = match.group(2)
+            try:
+                value, exponent = float(text), Decimal(text).as_tuple().exponent
+            except (ValueError, ArithmeticError):
+                continue
+            if math.isfinite(value) and isinstance(exponent, int):
+                session.values.append((number, match.group(1), value, 0.5 * 10.0 ** exponent))
     if "{" in line or "Namespace(" in line:
         if len(session.mappings) < MAX_SESSION_ITEMS and not _PROGRESS.match(line):
             for match in _MAPPING.finditer(line):
@@ -264,6 +286,13 @@ def _mapping(text: str) -> dict | None:
         return None
     plain = {str(k): v for k, v in value.items() if isinstance(v, (int, float, str, bool)) and v is not None}
     return plain if len(plain) >= 2 else None
+
+
+def _new_loop(match: re.Match, line: str, total: int | None, step: int | None) -> bool:
+    """A progress bar at 0 of the training total, drawn on the first line (a nested bar, such as an
+    evaluation's inside training, moves the cursor up with ESC[A), after that bar counted past 0."""
+    return (total is not None and step is not None and step > 0 and int(match.group(1)) == 0
+            and int(match.group(2)) == total and "\x1b[A" not in line)
 
 
 def _segments(text: str):

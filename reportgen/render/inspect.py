@@ -38,6 +38,7 @@ def build_inspect(campaign: Campaign) -> dict:
             "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
             "config_id": run.config_id,
             "resumes": run.resumes,
+            "resumed_at_step": run.resumed_at_step,
             "evaluates": run.evaluates,
             "identity": [d.to_json() for d in run.identity],
             "best": next((f.best for f in run.facts if f.best), None),
@@ -68,7 +69,7 @@ def build_inspect(campaign: Campaign) -> dict:
         "root": campaign.root,
         "inputs": inputs_json(campaign),
         "runs": runs,
-        "unlinked": unlinked_json(campaign),
+        "unlinked_sources": unlinked_json(campaign),
         "checkpoints": checkpoints,
         "problems": problems,
     }
@@ -111,10 +112,10 @@ def render_text(data: dict) -> str:
         for decision in run["identity"]:
             if decision["rule"] != "run-folder":
                 out.append(f"      {decision['decision']} [{decision['rule']}]: {decision['text']}")
-    if data["unlinked"]:
+    if data["unlinked_sources"]:
         out.append("")
-        out.append(f"Sources that are not runs ({len(data['unlinked'])})")
-        for item in data["unlinked"]:
+        out.append(f"Sources that are not runs ({len(data['unlinked_sources'])})")
+        for item in data["unlinked_sources"]:
             where = item["path"] + (f" lines {item['lines'][0]}–{item['lines'][1]}" if item["lines"] else "")
             said = "; ".join(f"{m['kind']} at line {m['evidence'][0]['line']}" for m in item["messages"][:3])
             out.append(f"  {where}: {item['reason']}" + (f" (it says: {said})" if said else ""))

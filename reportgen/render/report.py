@@ -345,6 +345,7 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "config_id": run.config_id,
         "config": plain(run.config),
         "resumes": run.resumes,
+        "resumed_at_step": run.resumed_at_step,
         "continued_by": analysis.continued_by.get(run_id, []),
         "evaluates": run.evaluates,
         "evaluated_by": analysis.campaign.evaluated_by().get(run_id, []),
