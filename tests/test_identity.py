@@ -541,15 +541,15 @@ def test_an_evaluation_bar_nested_in_training_starts_no_new_process(tmp_path):
 
 def test_printed_learning_rates_and_epochs_alone_tie_no_run():
     """Counter-example: every run of one schedule logs the same learning rates and epochs."""
-    from reportgen.ingest.identity import _by_values, _logged_values
+    from reportgen.ingest.identity import _by_values, logged_values
     from reportgen.ingest.textlog import Session
 
     campaign = ingest(TB_ONLY)
-    values = _logged_values(campaign)
-    logged = values["nosave"]
+    values = logged_values(campaign)
     session = Session(0, 1, 9)
-    session.values = [(1, "learning_rate", float(v), 1e-9) for v in logged["learning_rate"][:5]]
-    session.values += [(1, "epoch", float(v), 1e-9) for v in logged["epoch"][:5]]
+    session.values = [(1, "learning_rate", float(v), 1e-9) for v in values.of("nosave", "learning_rate")[:5]]
+    session.values += [(1, "epoch", float(v), 1e-9) for v in values.of("nosave", "epoch")[:5]]
+    assert len(session.values) == 10
     assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == []
-    session.values += [(2, "loss", float(v), 1e-9) for v in logged["loss"][:3]]  # values that tell runs apart
+    session.values += [(2, "loss", float(v), 1e-9) for v in values.of("nosave", "loss")[:3]]  # values that tell runs apart
     assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == ["nosave"]

@@ -727,66 +727,105 @@ def _by_hparams(session: Session, candidates: list[Run], path: str) -> tuple[lis
 SCHEDULE_KEYS = frozenset({"learning_rate", "lr", "epoch", "step", "global_step"}) | PROGRESS_KEYS
 
 
-def _logged_values(campaign: Campaign) -> dict[str, dict[str, np.ndarray]]:
-    """Each run's logged values by canonical metric name, sorted, for matching printed values."""
-    out: dict[str, dict[str, np.ndarray]] = {}
+@dataclass
+class LoggedValues:
+    """Every run's logged values, by canonical metric name, for matching printed values: per metric
+    the values of all runs sorted together with the index of the run each came from."""
+
+    runs: list[str]
+    metrics: dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (sorted values, run index of each)
+    logs: dict[str, np.ndarray]  # name -> which runs logged it (a bool per run)
+
+    def of(self, run: str, name: str) -> np.ndarray:
+        """One run's values of one metric (for tests and checks)."""
+        values, owners = self.metrics.get(name, (np.empty(0), np.empty(0, np.int64)))
+        return values[owners == self.runs.index(run)] if run in self.runs else np.empty(0)
+
+
+def logged_values(campaign: Campaign) -> LoggedValues:
     frame = campaign.metrics
-    if not len(frame):
-        return out
-    metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
-    for run, group in frame.groupby("run", sort=True):
-        values: dict[str, list[np.ndarray]] = {}
-        for metric in metrics:
-            column = group[metric].to_numpy(dtype="float64", na_value=np.nan)
-            column = column[np.isfinite(column)]
-            if len(column):
-                values.setdefault(_canon(str(metric)), []).append(column)
-        out[str(run)] = {m: np.unique(np.concatenate(parts)) for m, parts in values.items()}
-    return out
+    runs = sorted({str(r) for r in frame["run"].unique()}) if len(frame) else []
+    index = {r: i for i, r in enumerate(runs)}
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    if len(frame):
+        owner = frame["run"].astype(str).map(index).to_numpy(dtype=np.int64)
+        for metric in (c for c in frame.columns if c not in METRIC_FRAME_COLUMNS):
+            column = frame[metric].to_numpy(dtype="float64", na_value=np.nan)
+            kept = np.isfinite(column)
+            if kept.any():
+                parts.setdefault(_canon(str(metric)), []).append((column[kept], owner[kept]))
+    metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    logs: dict[str, np.ndarray] = {}
+    for name, chunks in parts.items():
+        values = np.concatenate([v for v, _o in chunks])
+        owners = np.concatenate([o for _v, o in chunks])
+        order = np.lexsort((owners, values))
+        metrics[name] = (values[order], owners[order])
+        logs[name] = np.bincount(owners, minlength=len(runs)) > 0
+    return LoggedValues(runs, metrics, logs)
 
 
-def _printed_score(session: Session, logged: dict[str, np.ndarray]) -> tuple[int, int, int, int | None]:
-    """(values that tell runs apart found, all found, not found, first line found) for one run: a
-    printed value is found when the run logged that metric with a value that prints the same."""
-    told = found = missed = 0
-    first: int | None = None
+def _printed(session: Session) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A session's printed values by canonical metric name: (values, tolerances, lines)."""
+    by_name: dict[str, list[tuple[float, float, int]]] = {}
     for line, name, value, half in session.values:
-        held = logged.get(_canon(name))
-        if held is None:
+        # TensorBoard keeps float32: a value read back may differ from the printed one in its 7th digit.
+        by_name.setdefault(_canon(name), []).append((value, max(half, abs(value) * 1e-6) * (1 + 1e-9), line))
+    return {name: tuple(np.array(column) for column in zip(*rows)) for name, rows in by_name.items()}  # type: ignore[misc]
+
+
+def _printed_scores(session: Session, logged: LoggedValues) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per run: (values that tell runs apart found, all found, not found, first line found). A printed
+    value is found when the run logged that metric with a value that prints the same; one the run
+    logged the metric of and no such value is not found."""
+    n = len(logged.runs)
+    told, found, missed = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    first = np.full(n, np.iinfo(np.int64).max)
+    for name, (values, tolerance, lines) in _printed(session).items():
+        if name not in logged.metrics:
             continue
-        at = int(np.searchsorted(held, value))
-        near = [held[i] for i in (at - 1, at) if 0 <= i < len(held)]
-        tolerance = max(half, abs(value) * 1e-6) * (1 + 1e-9)  # TensorBoard keeps float32
-        if any(abs(v - value) <= tolerance for v in near):
-            found += 1
-            told += name not in SCHEDULE_KEYS
-            first = line if first is None else first
-        else:
-            missed += 1
+        held, owners = logged.metrics[name]
+        lo = np.searchsorted(held, values - tolerance, side="left")
+        hi = np.searchsorted(held, values + tolerance, side="right")
+        counts = hi - lo
+        hits = np.zeros(n, np.int64)
+        if counts.sum():
+            printed = np.repeat(np.arange(len(values)), counts)  # each (printed value, logged value) in reach
+            at = np.repeat(lo, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            pairs = np.unique(printed * n + owners[at])  # a printed value found once per run
+            run = pairs % n
+            hits = np.bincount(run, minlength=n)
+            np.minimum.at(first, run, lines[pairs // n].astype(np.int64))
+        found += hits
+        if name not in SCHEDULE_KEYS:
+            told += hits
+        missed += np.where(logged.logs[name], len(values), 0) - hits
     return told, found, missed, first
 
 
-def _by_values(session: Session, candidates: list[Run], values: dict[str, dict[str, np.ndarray]],
+def _by_values(session: Session, candidates: list[Run], logged: LoggedValues,
                path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
     """The run whose logged values the session printed: at least MIN_SHARED_VALUES that tell runs apart
     (losses, norms, runtimes; not the learning rate or epoch), at most one in five not found, and
     fewer not found than any other run (a repeat of one configuration prints the same losses, but
     its own runtimes)."""
-    if not session.values:
+    if not session.values or not logged.runs:
         return [], "", ()
+    told, found, missed, first = _printed_scores(session, logged)
+    index = {r: i for i, r in enumerate(logged.runs)}
     scores = {}
     for run in candidates:
-        told, found, missed, first = _printed_score(session, values.get(run.id, {}))
-        if told >= MIN_SHARED_VALUES and missed * 4 <= found:
-            scores[run.id] = (missed, -found, first)
+        i = index.get(run.id)
+        if i is not None and told[i] >= MIN_SHARED_VALUES and missed[i] * 4 <= found[i]:
+            scores[run.id] = (int(missed[i]), -int(found[i]), int(first[i]))
     if not scores:
         return [], "", ()
     best = min(score[:2] for score in scores.values())
     hits = sorted(r for r, score in scores.items() if score[:2] == best)
-    missed, found = best[0], -best[1]
+    not_found, shown = best[0], -best[1]
     line = scores[hits[0]][2]
-    text = (f"{found} of the {len(session.values)} values it prints (from line {line}) are the run's logged values"
-            + (f", {missed} are not" if missed else ""))
+    text = (f"{shown} of the {len(session.values)} values it prints (from line {line}) are the run's logged values"
+            + (f", {not_found} are not" if not_found else ""))
     return hits, text, (Evidence(path, line),)
 
 
@@ -800,7 +839,7 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
     it names or the hyperparameters it prints tie it to (in that order, each narrowing the last)."""
     pending: dict[tuple, str] = {}
     runs = [r for r in campaign.runs.values()]
-    values = _logged_values(campaign) if any(s.values for t in texts if t.owner is None for s in t.sessions) else {}
+    values = logged_values(campaign) if any(s.values for t in texts if t.owner is None for s in t.sessions) else None
     for text in texts:
         if text.owner is not None:
             continue
@@ -811,7 +850,8 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
             for rule, found in (("clock-times", lambda c: _by_clock(session, c)),
                                 ("named-path", lambda c: _by_path(session, c, folders, text.path)),
                                 ("printed-hparams", lambda c: _by_hparams(session, c, text.path)),
-                                ("printed-values", lambda c: _by_values(session, c, values, text.path))):
+                                ("printed-values", lambda c: _by_values(session, c, values, text.path) if values
+                                 else ([], "", ()))):
                 hits, why, evidence = found(candidates)
                 if not hits:
                     continue
@@ -834,7 +874,7 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
 def _relink_by_values(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple, str]:
     """Once a continuation's copy of the records it inherited is given back to the run it continues,
     the values a process printed may tie it to one of the two runs that held them both."""
-    values = _logged_values(campaign)
+    values = logged_values(campaign)
     runs = list(campaign.runs.values())
     for text, session in list(pending):
         hits, why, evidence = _by_values(session, runs, values, text.path)

@@ -227,13 +227,13 @@ def _ties(line: str, number: int, session: Session) -> None:
         session.times.append(clock)
     if "{" in line and len(session.values) < MAX_SESSION_VALUES:
         for match in _VALUE.finditer(line):
-            text = match.group(2)
+            printed = match.group(2)
             try:
-                value, exponent = float(text), Decimal(text).as_tuple().exponent
+                read, exponent = float(printed), Decimal(printed).as_tuple().exponent
             except (ValueError, ArithmeticError):
                 continue
-            if math.isfinite(value) and isinstance(exponent, int):
-                session.values.append((number, match.group(1), value, 0.5 * 10.0 ** exponent))
+            if math.isfinite(read) and isinstance(exponent, int) and abs(exponent) < 300:
+                session.values.append((number, match.group(1), read, 0.5 * 10.0 ** exponent))
     if "{" in line or "Namespace(" in line:
         if len(session.mappings) < MAX_SESSION_ITEMS and not _PROGRESS.match(line):
             for match in _MAPPING.finditer(line):
