@@ -445,6 +445,14 @@ def test_a_continuation_names_the_step_it_resumed_from_not_its_first_logged_one(
     assert runs["csv/version_1"]["status_reason"].endswith("csv/version_2 continues it from its checkpoint at step 100")
 
 
+def test_the_run_page_says_from_which_checkpoint_step_a_run_continues(tmp_path, write_plan, sample_plan_data):
+    site = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", str(NAMED), str(write_plan(sample_plan_data)), "-o", str(site), "-q"])
+    assert result.exit_code == 0, result.output
+    page = next((site / "runs").glob("csv_version_2-*.html")).read_text(encoding="utf-8")
+    assert re.search(r"Continues <a [^>]*>csv/version_1</a> from its checkpoint at step 100\.", page)
+
+
 def test_a_trainer_continuation_gives_back_the_history_it_copied(trainer):
     """A Trainer resumed into a new folder copies checkpoint-20's log_history into its own: those
     steps are the killed run's; the continuation's own steps start after 20."""
