@@ -507,6 +507,12 @@ class _Scan:
         limit = lightning.max_steps(hparams) or next((lightning.max_steps(h) for _s, _r, h in checkpoint_steps
                                                       if lightning.max_steps(h)), None)
         shown_by = next((prefix + name for name in ("metrics.csv", "hparams.yaml") if prefix + name in found), folder)
+        logged = any(k in ("lightning-metrics", "hparams", "tensorboard") for r, k in kinds.items() if r.startswith(prefix))
+        if checkpoint_steps and not logged:  # checkpoints alone: a ModelCheckpoint dirpath of its own
+            self.sources[run].checkpoint_configs = {rel: h for _s, rel, h in checkpoint_steps if h}
+            configs = [h for _s, _r, h in checkpoint_steps if h]
+            if configs and all(h == configs[0] for h in configs):
+                hparams = configs[0]
         facts = RunFacts(run=run, format=lightning.FORMAT, evidence=Evidence(shown_by or "."),
                          config={"hparams": hparams} if hparams else None, max_steps=limit)
         reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []),

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -69,6 +70,9 @@ class Source:
     params: dict[str, str] | None = None  # an MLflow run's parameters
     uuid: str | None = None  # an MLflow run's uuid
     parent: str | None = None  # an MLflow run's parent run uuid (a nested run)
+    # A folder of Lightning checkpoints alone (a ModelCheckpoint dirpath outside the version folder):
+    # each checkpoint's hyperparameters, by its path; its checkpoints may be other runs'.
+    checkpoint_configs: dict[str, dict] | None = None
 
 
 @dataclass(eq=False)  # one per file or process: compared and hashed as itself
@@ -325,6 +329,8 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
     containers = _containers(keys, sources, traces)
     keys = [k for k in keys if k not in containers]
     configs = {f.run: f.config for f in campaign.run_facts if f.config}
+    shared, dissolved = _share_checkpoint_folders(campaign, keys, sources, traces, configs)
+    keys = [k for k in keys if k not in dissolved]
     pairs = _pairs(keys, sources, traces, set(evaluation), configs)
     groups = _union(keys, pairs, sources, traces)
     merged = Merged(renames={}, containers=containers)
@@ -346,9 +352,81 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
             merged.decisions.setdefault(run, []).insert(0, Decision("merged", "declared", text, (source.evidence,)))
         if key in evaluation:
             merged.evaluation[run] = evaluation[key]
-    for key, decision in notes:
+    for key, decision in [*notes, *shared]:
         merged.decisions.setdefault(merged.renames.get(key, key), []).append(decision)
     return merged
+
+
+def _share_checkpoint_folders(campaign: Campaign, keys: list[str], sources: dict[str, Source],
+                              traces: dict[str, _Trace], configs: dict[str, dict]) -> tuple[list[tuple[str, Decision]], set[str]]:
+    """A folder of Lightning checkpoints alone (ModelCheckpoint(dirpath=...) outside the version folder,
+    shared by every process that saved there): each checkpoint goes to the one run that records the
+    same configuration and logged training steps up to that checkpoint's step (within one logging
+    interval). A folder whose checkpoints all went to runs is no run of its own; a checkpoint that
+    fits no run, or several alike (a repeat of one configuration), stays with the folder's run."""
+    decisions: list[tuple[str, Decision]] = []
+    dissolved: set[str] = set()
+    folders = [k for k in keys if sources[k].checkpoint_configs is not None]
+    if not folders:
+        return decisions, dissolved
+    runs = [k for k in keys if sources[k].checkpoint_configs is None and k in traces and configs.get(k)]
+    for key in folders:
+        source = sources[key]
+        own = [c for c in campaign.checkpoints if c.run == key]
+        given: dict[str, list[Checkpoint]] = {}
+        shared_by: dict[str, int] = {}
+        for check in own:
+            hparams = (source.checkpoint_configs or {}).get(check.path)
+            if check.step is None or not hparams:
+                continue
+            fits = [k for k in runs if _covers(traces[k], check.step)
+                    and config_differences({"hparams": hparams}, configs[k]) == []]
+            chosen = fits[0] if len(fits) == 1 else _by_save_order(check, [traces[k] for k in fits], fits)
+            if chosen is not None:
+                given.setdefault(chosen, []).append(check)
+                shared_by[chosen] = max(shared_by.get(chosen, 0), len(fits) - 1)
+        for run, checks in sorted(given.items()):
+            for check in checks:
+                check.run = run
+            trace = traces[run]
+            names = ", ".join(PurePosixPath(c.path).name for c in checks)
+            text = (f"{names} in {source.folder}/ (a checkpoint folder of its own) are this run's: the same "
+                    f"configuration, and {_span(sorted(c.step or 0 for c in checks))} within the steps it logged "
+                    f"({trace.first_step:,}–{trace.last_step:,}, every {max(trace.max_gap, 1)} at most)")
+            if shared_by.get(run):
+                text += (f"; {shared_by[run]} other runs of this configuration trained to the same steps: the files "
+                         "are told apart by the -vN ModelCheckpoint adds to a name already taken, in the order the "
+                         "runs ran")
+            decisions.append((run, Decision("merged", "checkpoint-steps", text, tuple(c.evidence for c in checks))))
+        if own and all(c.run != key for c in own):
+            dissolved.add(key)
+            campaign.run_facts = [f for f in campaign.run_facts if f.run != key]
+    return decisions, dissolved
+
+
+def _by_save_order(check: Checkpoint, traces: list[_Trace], keys: list[str]) -> str | None:
+    """Runs of one configuration that each trained to a checkpoint's step and saved into one folder:
+    ModelCheckpoint names a file whose name is taken `<name>-v1.ckpt`, then `-v2`..., so the run that
+    saved it is the one that ran second, third... — when every run keeps clock times and ran after the other."""
+    if not keys or not all(t.timed() for t in traces):
+        return None
+    order = sorted(zip(traces, keys), key=lambda item: item[0].t0)  # type: ignore[arg-type, return-value]
+    if any(a.t1 >= b.t0 for (a, _ka), (b, _kb) in zip(order, order[1:])):  # type: ignore[operator]
+        return None
+    suffix = _SAVE_SUFFIX.search(PurePosixPath(check.path).name)
+    index = int(suffix.group(1)) if suffix else 0
+    return order[index][1] if index < len(order) else None
+
+
+_SAVE_SUFFIX = re.compile(r"-v(\d+)\.ckpt$")
+
+
+def _covers(trace: _Trace, step: int) -> bool:
+    """A run saved a checkpoint at `step` only if it trained to it: between its first logged step and
+    one logging interval past its last (a cut process logs its last steps late, or never)."""
+    if trace.first_step is None or trace.last_step is None or not trace.trained:
+        return False
+    return trace.first_step <= step <= trace.last_step + max(trace.max_gap, 1)
 
 
 def _containers(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace]) -> dict[str, str]:
@@ -612,6 +690,10 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
     for key, source in sources.items():
         if source.folder is not None and key in merged.renames:
             folders.setdefault(merged.renames[key], []).append(source.folder)
+    for check in campaign.checkpoints:  # a checkpoint folder of its own names the runs whose checkpoints it holds
+        where = str(PurePosixPath(check.path).parent)
+        if check.run in runs and where not in folders.setdefault(check.run, []) and where != ".":
+            folders[check.run].append(where)
     pending = _link_texts(campaign, texts, folders)
     _own_runs(campaign, pending, texts)
     if _continuations(campaign):
@@ -712,6 +794,19 @@ def _by_path(session: Session, candidates: list[Run], folders: dict[str, list[st
     hits = sorted(named)
     line, value = named[hits[0]]
     return hits, f"it names {value} (line {line}), inside the run's folder", (Evidence(path, line),)
+
+
+def _by_version(session: Session, candidates: list[Run], folders: dict[str, list[str]],
+                path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
+    """Lightning's progress bar shows its first logger's version number (v_num): the run whose version
+    folder has that number."""
+    for line, number in session.versions:
+        name = f"version_{number}"
+        hits = sorted(r.id for r in candidates if any(PurePosixPath(f).name == name for f in folders.get(r.id, [])))
+        if hits:
+            return hits, f"its Lightning progress bar shows v_num {number} (line {line}), the logger version of {name}", (
+                Evidence(path, line),)
+    return [], "", ()
 
 
 def _by_hparams(session: Session, candidates: list[Run], path: str) -> tuple[list[str], str, tuple[Evidence, ...]]:
@@ -830,6 +925,7 @@ def _by_values(session: Session, candidates: list[Run], logged: LoggedValues,
 
 
 AMBIGUOUS = {"clock-times": "its clock times fit {runs} alike", "named-path": "it names the folders of {runs}",
+             "logger-version": "its progress bar's v_num is the version of {runs} alike",
              "printed-hparams": "the hyperparameters it prints match {runs} alike",
              "printed-values": "the values it prints are those of {runs} alike"}
 
@@ -849,6 +945,7 @@ def _link_texts(campaign: Campaign, texts: list[TextLog], folders: dict[str, lis
             chosen: tuple[str, str, str, tuple[Evidence, ...]] | None = None
             for rule, found in (("clock-times", lambda c: _by_clock(session, c)),
                                 ("named-path", lambda c: _by_path(session, c, folders, text.path)),
+                                ("logger-version", lambda c: _by_version(session, c, folders, text.path)),
                                 ("printed-hparams", lambda c: _by_hparams(session, c, text.path)),
                                 ("printed-values", lambda c: _by_values(session, c, values, text.path) if values
                                  else ([], "", ()))):

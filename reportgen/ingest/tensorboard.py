@@ -317,8 +317,20 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
     return info, _frame(out, rel, run)
 
 
+# Lightning's TensorBoardLogger writes hp_metric = -1 at step 0 beside the hyperparameters (default_hp_metric):
+# a placeholder for the hparams plugin, not a measurement, and no sign that training was at step 0.
+PLACEHOLDER = ("hp_metric", 0, -1.0)
+
+
 def _frame(out: _Scalars, rel: str, run: str) -> pd.DataFrame:
     """One row per (record, tag): the tag's column holds the value, the others are null."""
+    tag, step, value = PLACEHOLDER
+    if tag in out.tag:
+        keep = [i for i, t in enumerate(out.tag) if not (t == tag and out.step[i] == step and out.value[i] == value)]
+        if len(keep) < len(out.tag):
+            for name in ("record", "wall", "step", "tag", "value"):
+                column = getattr(out, name)
+                setattr(out, name, [column[i] for i in keep])
     rows = len(out.record)
     values = np.asarray(out.value, dtype=np.float64)
     tags = np.asarray(out.tag, dtype=object)

@@ -18,7 +18,8 @@ Each session also keeps what can tie it to a run when the log lies outside every
 (ingest/identity.py decides): the clock times its lines start with (logging's asctime, ISO
 times; a time without an offset is read as UTC), the hyperparameters it printed (a dict or an
 argparse Namespace), the values it printed (the Trainer's progress dicts and final summary, each
-to the digits printed), the paths it names, and whether it shows training steps.
+to the digits printed), the logger version Lightning's progress bar shows (`v_num`), the paths it
+names, and whether it shows training steps.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ _NOT_A_PATH = re.compile(r"^[\d.]*(?:it|s)?/(?:s|it|[\d.]+)$")
 MAX_SESSION_ITEMS = 200  # clock times, printed mappings and paths kept per session
 MAX_SESSION_VALUES = 2000  # printed values kept per session
 # A value in a printed dict: 'loss': 3.9031 (transformers 4) or 'loss': '3.903' (transformers 5 prints strings).
+# Lightning's progress bar shows its first logger's version: "v_num=3" (tqdm), "v_num: 3.000" (rich).
+_V_NUM = re.compile(r"\bv_num[=:]\s*(\d{1,9})(?:\.0+)?(?![\d.])")
 _VALUE = re.compile(r"'([A-Za-z_][\w/.\-]*)':\s*'?(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)'?(?=\s*[,}])")
 
 
@@ -96,6 +99,7 @@ class Session:
     mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
     paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
     values: list[tuple[int, str, float, float]] = field(default_factory=list)  # printed (line, name, value, ± half its last digit)
+    versions: list[tuple[int, int]] = field(default_factory=list)  # Lightning's progress bar v_num, by line
     steps: bool = False  # a step line or a training progress bar: this process trained
     first_step: int | None = None
     last_step: int | None = None
@@ -225,6 +229,8 @@ def _ties(line: str, number: int, session: Session) -> None:
     """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
     if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
         session.times.append(clock)
+    if "v_num" in line and (version := _V_NUM.search(line)) and len(session.versions) < MAX_SESSION_ITEMS:
+        session.versions.append((number, int(version.group(1))))
     if "{" in line and len(session.values) < MAX_SESSION_VALUES:
         for match in _VALUE.finditer(line):
             printed = match.group(2)
