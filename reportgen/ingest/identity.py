@@ -18,7 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -381,7 +381,7 @@ def _share_checkpoint_folders(campaign: Campaign, keys: list[str], sources: dict
                 continue
             fits = [k for k in runs if _covers(traces[k], check.step)
                     and config_differences({"hparams": hparams}, configs[k]) == []]
-            chosen = fits[0] if len(fits) == 1 else _by_save_order(check, [traces[k] for k in fits], fits)
+            chosen = _by_save_order(check, [traces[k] for k in fits], fits)
             if chosen is not None:
                 given.setdefault(chosen, []).append(check)
                 shared_by[chosen] = max(shared_by.get(chosen, 0), len(fits) - 1)
@@ -408,13 +408,15 @@ def _by_save_order(check: Checkpoint, traces: list[_Trace], keys: list[str]) -> 
     """Runs of one configuration that each trained to a checkpoint's step and saved into one folder:
     ModelCheckpoint names a file whose name is taken `<name>-v1.ckpt`, then `-v2`..., so the run that
     saved it is the one that ran second, third... — when every run keeps clock times and ran after the other."""
+    suffix = _SAVE_SUFFIX.search(PurePosixPath(check.path).name)
+    index = int(suffix.group(1)) if suffix else 0
+    if len(keys) == 1:  # a -v1 file fitting one run was saved by a run that left no other record
+        return keys[0] if index == 0 else None
     if not keys or not all(t.timed() for t in traces):
         return None
     order = sorted(zip(traces, keys), key=lambda item: item[0].t0)  # type: ignore[arg-type, return-value]
     if any(a.t1 >= b.t0 for (a, _ka), (b, _kb) in zip(order, order[1:])):  # type: ignore[operator]
         return None
-    suffix = _SAVE_SUFFIX.search(PurePosixPath(check.path).name)
-    index = int(suffix.group(1)) if suffix else 0
     return order[index][1] if index < len(order) else None
 
 
@@ -772,7 +774,9 @@ def _by_clock(session: Session, candidates: list[Run]) -> tuple[list[str], str, 
     for run in candidates:
         span = _span_of(run)
         if span is not None and session.times:
-            counts[run.id] = sum(1 for t in session.times if span[0] <= t <= span[1])
+            # A printed time stands for the interval its digits leave open: 05:30:14,123 is 14.123-14.124.
+            start = span[0] - timedelta(seconds=session.clock_resolution)
+            counts[run.id] = sum(1 for t in session.times if start < t <= span[1] or t == span[0])
     top = max(counts.values(), default=0)
     if top == 0 or top * 2 < len(session.times):
         return [], "", ()

@@ -39,6 +39,7 @@ FORMAT = "text-log"
 TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".stdout", ".stderr")
 MAX_MESSAGE = 300
 
+_TRACEBACK_TEXT = "Traceback (most recent call last):"
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*|[A-Za-z_][\w.]*Error)$")
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory", re.IGNORECASE)
@@ -96,6 +97,7 @@ class Session:
     first_line: int
     last_line: int
     times: list[datetime] = field(default_factory=list)
+    clock_resolution: float = 0.0  # the coarsest resolution its clock times are printed to, in seconds
     mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
     paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
     values: list[tuple[int, str, float, float]] = field(default_factory=list)  # printed (line, name, value, ± half its last digit)
@@ -119,8 +121,11 @@ def sniff(head: bytes, name: str) -> bool:
         any(_PROGRESS.match(line) for line in text.splitlines()[:200])
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # terminal colours and cursor moves
+
+
 def _short(text: str) -> str:
-    text = text.strip()
+    text = _ANSI.sub("", text).strip()
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + " …"
 
 
@@ -139,6 +144,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     step: int | None = None  # the last step the log showed in this session
     bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
     bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
+    crashed = False  # a traceback ended since the last progress bar
     sessions = [Session(0, 1, 1)]
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
@@ -162,8 +168,9 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
                 step, bar, bar_total = None, None, None
                 sessions.append(Session(session, number, number))
             seen_session_line = True
-        if (match := _BAR.match(line)) and _new_loop(match, line, bar_total, step):
-            # The training bar starts again from 0: the next process appended to the log (or a new train()).
+        if (match := _BAR.match(line)) and _new_loop(match, line, bar_total, step, crashed):
+            # The training bar starts again from 0 after counting past it, or after a crash: the next
+            # process appended to the log (or a new train()).
             flush_bar()
             session += 1
             step, bar, bar_total = None, None, None
@@ -171,6 +178,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
         current = sessions[-1]
         current.last_line = number
         if match:
+            crashed = False
             bar_total = bar_total or int(match.group(2))  # the first bar of a process is its training loop
             if int(match.group(2)) == bar_total:
                 step = int(match.group(1))
@@ -190,13 +198,15 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
                 kind = "oom" if _OOM.search(stripped) else "traceback"
                 add(kind, number, stripped)
                 in_traceback = None
+                crashed = True
                 continue
             if not line.startswith((" ", "\t")) and not stripped.startswith(("During handling", "The above exception")):
                 add("traceback", in_traceback, "a traceback with no final exception line")
                 in_traceback = None
             else:
                 continue
-        if _TRACEBACK.match(stripped):
+        # A traceback starts its line, or follows a progress bar the crash left without a line end.
+        if _TRACEBACK.match(stripped) or (match is not None and _BAR.match(line) and stripped.endswith(_TRACEBACK_TEXT)):
             in_traceback = number
             continue
         if _PROGRESS.match(stripped):
@@ -228,7 +238,8 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
 def _ties(line: str, number: int, session: Session) -> None:
     """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
     if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
-        session.times.append(clock)
+        session.times.append(clock[0])
+        session.clock_resolution = max(session.clock_resolution, clock[1])
     if "v_num" in line and (version := _V_NUM.search(line)) and len(session.versions) < MAX_SESSION_ITEMS:
         session.versions.append((number, int(version.group(1))))
     if "{" in line and len(session.values) < MAX_SESSION_VALUES:
@@ -258,7 +269,8 @@ def _ties(line: str, number: int, session: Session) -> None:
                 session.paths.append((number, value))
 
 
-def _clock_time(line: str) -> datetime | None:
+def _clock_time(line: str) -> tuple[datetime, float] | None:
+    """The clock time a line starts with, and its resolution in seconds (0.001 for logging's ",123")."""
     if match := _CLOCK.match(line):
         year, month, day = (int(g) for g in match.group(1, 2, 3))
     elif match := _CLOCK_US.match(line):
@@ -273,8 +285,9 @@ def _clock_time(line: str) -> datetime | None:
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
         tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
+    fraction = match.group(7) or ""
     try:
-        return datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
+        return datetime(year, month, day, hour, minute, second, micro, tzinfo=tz), 10.0 ** -len(fraction)
     except ValueError:
         return None
 
@@ -294,10 +307,11 @@ def _mapping(text: str) -> dict | None:
     return plain if len(plain) >= 2 else None
 
 
-def _new_loop(match: re.Match, line: str, total: int | None, step: int | None) -> bool:
+def _new_loop(match: re.Match, line: str, total: int | None, step: int | None, crashed: bool) -> bool:
     """A progress bar at 0 of the training total, drawn on the first line (a nested bar, such as an
-    evaluation's inside training, moves the cursor up with ESC[A), after that bar counted past 0."""
-    return (total is not None and step is not None and step > 0 and int(match.group(1)) == 0
+    evaluation's inside training, moves the cursor up with ESC[A), after that bar counted past 0 or
+    after a traceback ended the process that drew it."""
+    return (total is not None and ((step is not None and step > 0) or crashed) and int(match.group(1)) == 0
             and int(match.group(2)) == total and "\x1b[A" not in line)
 
 
