@@ -40,13 +40,68 @@ SNIFF_BYTES = 64 << 10
 Progress = Callable[[str], None]
 
 
-def iter_files(root: Path) -> Iterator[Path]:
-    """Every regular file under root, in a stable order, without following links out of it."""
-    for folder, dirs, files in os.walk(root):
+MAX_DEPTH = 64  # folders below LOGS; a deeper tree is a damaged or hostile one
+
+
+def iter_files(root: Path) -> Iterator[tuple[Path, str | None]]:
+    """Every file under root in a stable order, with why it is not read (None: it may be read).
+
+    Links to folders are listed and never followed (a file inside LOGS is read once, by its own
+    path); folders that cannot be listed, names that are not UTF-8 and folders deeper than
+    MAX_DEPTH are listed with why, never skipped in silence."""
+    errors: list[OSError] = []
+    base = len(root.parts)
+    for folder, dirs, files in os.walk(root, onerror=errors.append):
+        here = Path(folder)
+        for error in errors:
+            yield Path(error.filename or folder), f"cannot be listed: {error.strerror or error}"
+        errors.clear()
         # reportgen's own record (the frozen plan) is never read as campaign input.
-        dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d == RECORD_DIR))
+        names = sorted(d for d in dirs if not (here == root and d == RECORD_DIR))
+        dirs[:] = []
+        for name in names:
+            path = here / name
+            if path.is_symlink():
+                where = "inside" if _inside(root, path) else "outside"
+                yield path, f"a link to a folder {where} LOGS; not followed"
+            elif not _utf8(name):
+                yield path, "its name is not valid UTF-8; not read"
+            elif len(path.parts) - base >= MAX_DEPTH:
+                yield path, f"more than {MAX_DEPTH} folders below LOGS; not read"
+            else:
+                dirs.append(name)
         for name in sorted(files):
-            yield Path(folder) / name
+            path = here / name
+            yield path, None if _utf8(name) else "its name is not valid UTF-8; not read"
+    for error in errors:  # the last folders the walk could not list
+        yield Path(error.filename or root), f"cannot be listed: {error.strerror or error}"
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether a path, every link resolved, lies in root (root itself resolved); a link loop does not."""
+    real = _resolved(path)
+    return real is not None and real.is_relative_to(root.resolve())
+
+
+def _resolved(path: Path) -> Path | None:
+    """The path with every link resolved; None for a link loop."""
+    try:
+        return path.resolve(strict=path.is_symlink())
+    except (OSError, RuntimeError):
+        return None
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of the name, kept as surrogates
+        return False
+    return True
+
+
+def _printable(rel: str) -> str:
+    """A path as it can be shown and written: undecodable bytes replaced."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None) -> Campaign:
@@ -59,15 +114,18 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     excluded = {p.resolve() for p in exclude or set()}
     campaign = Campaign(root=str(logs))
     found: dict[str, tuple[Path, bytes]] = {}
-    for path in iter_files(logs):
-        rel = path.relative_to(logs).as_posix()
-        if path.resolve() in excluded:
+    for path, refused in iter_files(logs):
+        rel = path.relative_to(logs).as_posix() if path.is_relative_to(logs) else path.as_posix()
+        if refused is not None:
+            _unread(campaign, _printable(rel), refused)
+            continue
+        if _resolved(path) in excluded:
+            continue
+        if not _inside(root, path):
+            _unread(campaign, rel, "a link to a file outside LOGS; not read" if _resolved(path) else "a link loop; not read")
             continue
         if not path.is_file():  # a pipe, socket or device would block or never end
             _unread(campaign, rel, "not a regular file; not read")
-            continue
-        if path.is_symlink() and not path.resolve().is_relative_to(root):
-            _unread(campaign, rel, "a link to a file outside LOGS; not read")
             continue
         try:
             with path.open("rb") as handle:

@@ -253,8 +253,9 @@ class _Scan:
                 self.readings.append(reading)
                 self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
                 self.done(rel)
+        readable = sorted(self.found)
         for rel in self.files("mlflow-run-meta"):
-            reading, run = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs)
+            reading, run = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs, readable)
             self.readings.append(reading)
             self._mlflow_sources([run], mlflow.FILES_FORMAT)
             for info in reading.inputs:

@@ -17,8 +17,10 @@ process died without ending the run, or it is still running) and decides nothing
 
 from __future__ import annotations
 
+import bisect
 import math
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,8 +140,16 @@ def is_run_meta(head: bytes) -> bool:
     return b"run_id:" in head and b"experiment_id:" in head and b"lifecycle_stage:" in head
 
 
-def read_file_run(folder: Path, logs: Path) -> tuple[Reading, MlflowRun]:
-    """One run folder of the file store: meta.yaml, metrics/, params/, tags/."""
+def _under(paths: Sequence[str], prefix: str) -> list[str]:
+    """The paths of a sorted list that start with prefix."""
+    start = bisect.bisect_left(paths, prefix)
+    end = bisect.bisect_left(paths, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+    return list(paths[start:end])
+
+
+def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Reading, MlflowRun]:
+    """One run folder of the file store: meta.yaml, metrics/, params/, tags/. Only the files LOGS lists as
+    readable (`readable`: sorted paths relative to LOGS) are read: a link out of LOGS is listed there, not read."""
     rel_folder = folder.relative_to(logs).as_posix()
     reading = Reading()
     meta_info = InputFile(path=f"{rel_folder}/meta.yaml", format=FILES_FORMAT)
@@ -148,12 +158,15 @@ def read_file_run(folder: Path, logs: Path) -> tuple[Reading, MlflowRun]:
 
     def values_of(sub: str) -> dict[str, str]:
         out = {}
-        base = folder / sub
-        for file in sorted(base.rglob("*")) if base.is_dir() else []:
-            if file.is_file():
-                info = InputFile(path=file.relative_to(logs).as_posix(), format=FILES_FORMAT, records=1)
-                reading.inputs.append(info)
-                out[file.relative_to(base).as_posix()] = (decode_text(file.read_bytes()) or "").strip()
+        prefix = f"{rel_folder}/{sub}/"
+        for rel in _under(readable, prefix):
+            info = InputFile(path=rel, format=FILES_FORMAT, records=1)
+            reading.inputs.append(info)
+            try:
+                out[rel[len(prefix):]] = (decode_text((logs / rel).read_bytes()) or "").strip()
+            except OSError as exc:
+                info.records = 0
+                info.problem(None, f"cannot be read: {exc.strerror}")
         return out
 
     tags = values_of("tags")
@@ -173,10 +186,8 @@ def read_file_run(folder: Path, logs: Path) -> tuple[Reading, MlflowRun]:
         ended_at=from_epoch(end / 1000 if isinstance(end, (int, float)) else None),
         config={"params": params} if params else None, max_steps=_max_steps(params)))
     metrics_dir = folder / "metrics"
-    for file in sorted(metrics_dir.rglob("*")) if metrics_dir.is_dir() else []:
-        if not file.is_file():
-            continue
-        rel = file.relative_to(logs).as_posix()
+    for rel in _under(readable, f"{rel_folder}/metrics/"):
+        file = logs / rel
         key = file.relative_to(metrics_dir).as_posix()
         info = InputFile(path=rel, format=FILES_FORMAT)
         reading.inputs.append(info)

@@ -75,10 +75,24 @@ def freeze(plan_path: Path, logs: Path) -> tuple[Freeze, bool]:
     return Freeze(loaded.sha256, record["frozen_at"], plan_path.name, parse_plan(record_dir / FROZEN_PLAN, raw, raw.decode())), True
 
 
+def _inside(logs: Path, *paths: Path) -> None:
+    """The freeze record lives in LOGS itself: a link that takes it (or its folder) elsewhere is refused."""
+    root = logs.resolve()
+    for path in paths:
+        try:
+            real = path.resolve(strict=False)
+        except (OSError, RuntimeError):
+            raise InputError(f"{path}: a link loop; the freeze record is read only inside LOGS") from None
+        if not real.is_relative_to(root):
+            raise InputError(f"{path}: a link to {real}, outside LOGS; the freeze record is read and written only "
+                             "inside LOGS") from None
+
+
 def read_freeze(logs: Path) -> Freeze | None:
     """The frozen plan in LOGS, checked against its recorded SHA-256; None if never frozen."""
     record_path = logs / RECORD_DIR / FREEZE_RECORD
     plan_path = logs / RECORD_DIR / FROZEN_PLAN
+    _inside(logs, logs / RECORD_DIR, record_path, plan_path)
     if not record_path.exists():
         return None
     try:
