@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reportgen.bounded import load_json
 from reportgen.ingest.torchfile import MAX_PICKLE_BYTES, UnreadablePickle, scan
 from reportgen.lfs import lfs_pointer
 
@@ -203,7 +204,7 @@ def check_file(path: Path, rel: str, with_torch: bool) -> FileResult:
             reason, notes = check_pickle(path.read_bytes(), path.name)
         elif path.suffix == ".json":
             kind = "json"
-            json.loads(path.read_bytes().decode("utf-8"))
+            load_json(path.read_bytes().decode("utf-8"))
             reason = "parses as JSON"
         else:
             reason = "no format-level check for this file; its size was read"

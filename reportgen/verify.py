@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import yaml
 
+from reportgen.bounded import TooComplex, load_json, load_yaml
 from reportgen.lfs import lfs_pointer
 from reportgen.model import Campaign, ManifestEntry
 from reportgen.plan.schema import Plan
@@ -120,7 +121,7 @@ def reload_check(path: Path) -> str:
             raise Invalid(f"not UTF-8 text (byte {exc.start})") from None
         if suffix == ".json":
             try:
-                json.loads(text)
+                load_json(text)
             except ValueError as exc:
                 raise Invalid(f"not JSON ({exc})") from None
             return "parses as JSON"
@@ -128,7 +129,7 @@ def reload_check(path: Path) -> str:
             for number, line in enumerate(text.split("\n"), start=1):
                 if line.strip():
                     try:
-                        json.loads(line)
+                        load_json(line)
                     except ValueError as exc:
                         raise Invalid(f"line {number} is not JSON ({exc})") from None
             return "every line parses as JSON"
@@ -141,7 +142,9 @@ def reload_check(path: Path) -> str:
             return f"{len([r for r in rows if r])} rows of {widths.pop() if widths else 0} cells"
         if suffix in (".yaml", ".yml"):
             try:
-                yaml.safe_load(text)
+                load_yaml(text)
+            except TooComplex as exc:
+                raise Invalid(f"refused: {exc.message}") from None
             except yaml.YAMLError as exc:
                 raise Invalid(f"not YAML ({exc})") from None
             return "parses as YAML"
@@ -253,10 +256,11 @@ def _prediction_ids(logs: Path, files: list[FileReport], field_name: str) -> tup
             text = file.read_text(encoding="utf-8", errors="replace")
             rows: list = []
             if suffix == ".jsonl":
-                rows = [json.loads(line) for line in text.split("\n") if line.strip()]
+                rows = [load_json(line) for line in text.split("\n") if line.strip()]
             elif suffix == ".json":
-                data = json.loads(text)
+                data = load_json(text)
                 rows = data if isinstance(data, list) else data.get("predictions", []) if isinstance(data, dict) else []
+                rows = rows if isinstance(rows, list) else []
             elif suffix in (".csv", ".tsv"):
                 rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ","))
             else:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reportgen.bounded import load_json
 from reportgen.ingest.common import Reading, decode_text, duration_problem
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
@@ -44,7 +44,7 @@ def sniff(head: bytes) -> bool:
     first = head.split(b"\n", 1)[0].strip().decode("utf-8", errors="replace")
     if first.startswith("{"):
         try:
-            record = json.loads(first)
+            record = load_json(first)
         except ValueError:
             return False
         return isinstance(record, dict) and "checkpoint" in record and "operation" in record
@@ -81,7 +81,7 @@ def _json_lines(text: str, info: InputFile):
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = load_json(raw)
         except ValueError as exc:
             cut = number == len(lines) and not text.endswith("\n")
             info.problem(number, "the last line is cut off" if cut else f"not JSON ({exc.msg}); line skipped")

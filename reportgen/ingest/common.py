@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import yaml
 
+from reportgen.bounded import TooComplex, load_json, load_yaml
 from reportgen.model import InputFile
 
 
@@ -125,7 +126,10 @@ def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
         info.problem(None, f"not UTF-8 text; {holds}")
         return None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = load_json(text) if path.suffix == ".json" else load_yaml(text)
+    except TooComplex as exc:
+        info.problem(exc.line, f"not read: {exc.message}")
+        return None
     except json.JSONDecodeError as exc:
         info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
         return None

@@ -10,7 +10,6 @@ ingest/identity.py; here every source gets a provisional key and the name it wou
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
+from reportgen.bounded import load_json
 from reportgen.ingest import (
     bench,
     hf,
@@ -306,7 +306,7 @@ class _Scan:
         if raw is None:
             return None
         try:
-            args = json.loads(raw)
+            args = load_json(raw)
         except ValueError:
             return None
         if not isinstance(args, dict):

@@ -18,6 +18,7 @@ import math
 import re
 from pathlib import Path
 
+from reportgen.bounded import TooComplex, load_json
 from reportgen.ingest.common import (
     LineIndex,
     MetricRows,
@@ -71,7 +72,10 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         info.problem(None, "not UTF-8 text; a trainer_state.json is JSON")
         return info, rows, events, {}
     try:
-        state, error = json.loads(text), None
+        state, error = load_json(text), None
+    except TooComplex as exc:
+        info.problem(None, f"not read: {exc.message}")
+        return info, rows, events, {}
     except json.JSONDecodeError as exc:
         state, error = None, exc
     if error is None and not isinstance(state, dict):

@@ -236,15 +236,38 @@ def metric_series(values: pa.ChunkedArray | pa.Array) -> pd.Series:
     return pd.Series(pd.arrays.ArrowExtensionArray(values))
 
 
+# A line with more opening brackets than this could nest deeper than pyarrow's reader survives
+# (thousands of levels crash it, and the whole process with it): it is read on the careful path.
+MAX_OPEN_BRACKETS = 100
+_SCAN_BLOCK = 8 << 20  # bytes scanned for brackets at a time, to bound the scan's memory
+
+
+def _crowded(buf: bytes, starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Indices of the chunk's lines holding more than MAX_OPEN_BRACKETS `[` or `{`."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    found = []
+    for low in range(start, end, _SCAN_BLOCK):
+        block = data[low:min(end, low + _SCAN_BLOCK)]
+        found.append(np.flatnonzero((block == ord("[")) | (block == ord("{"))) + low)
+    opens = np.concatenate(found) if found else np.empty(0, np.int64)
+    if len(opens) <= MAX_OPEN_BRACKETS:
+        return np.empty(0, np.int64)
+    line_ends = ends[np.searchsorted(ends, start) : np.searchsorted(ends, end)]
+    counts = np.searchsorted(opens, line_ends) - np.searchsorted(opens, starts)
+    return np.flatnonzero(counts > MAX_OPEN_BRACKETS)
+
+
 def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
-    """Parse one chunk. Lines that do not start with `{` cannot be events: they are set aside
-    for the careful path before pyarrow sees them (its reader crashes on some such lines,
-    e.g. a bare `null` at the start of a block)."""
+    """Parse one chunk. Lines that do not start with `{` cannot be events, and lines crowded with
+    brackets may nest deeper than pyarrow survives: both are set aside for the careful path
+    before pyarrow sees them (its reader crashes on such lines, e.g. a bare `null` at the start
+    of a block, or a value nested 2,500 levels deep)."""
     lines = _Lines(buf, start, end)
     piece = _Piece(newlines=len(lines.ends))
     starts = lines.starts(start, end)
     first_bytes = np.frombuffer(buf, dtype=np.uint8)[starts]
     odd = np.flatnonzero((first_bytes != ord("{")) & (first_bytes != 10))
+    odd = np.union1d(odd, _crowded(buf, starts, lines.ends, start, end))
     cur, line = start, 0
     for index in odd:
         begin = int(starts[index])

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from reportgen.bounded import TooComplex, compose_yaml, construct_yaml
 from reportgen.errors import PlanError
 from reportgen.plan.schema import HUMAN_RESOURCE, MACHINE_RESOURCES, Plan, gpu_names
 
@@ -89,8 +90,11 @@ def _read_text(path: Path) -> tuple[bytes, str]:
 
 def _parse_yaml(path: Path, text: str) -> tuple[object, dict[KeyPath, int]]:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = compose_yaml(text)
+        data = construct_yaml(root)
+    except TooComplex as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise PlanError(str(path), [f"{where}: {exc.message}; a plan is refused"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

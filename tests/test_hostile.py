@@ -1,0 +1,132 @@
+"""Hostile and broken inputs: bounded parsing. A few hundred bytes of YAML aliases, a value nested
+thousands of levels deep or a self-referencing alias are refused with where they are, and the rest
+of the campaign is read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.bounded import MAX_NESTING, MAX_NODES, TooComplex, load_json, load_yaml
+from reportgen.cli import cli
+from reportgen.ingest import ingest
+
+SAMPLE = Path(__file__).parent.parent / "sample_logs"
+FORMATS = Path(__file__).parent / "fixtures" / "formats"
+
+
+def laughs(levels: int = 9, width: int = 9, prefix: str = "x") -> str:
+    """The "billion laughs": each level an anchored list of `width` aliases to the level below."""
+    text = f"{prefix}0: &{prefix}0 [lol]\n"
+    for level in range(1, levels + 1):
+        aliases = ", ".join([f"*{prefix}{level - 1}"] * width)
+        text += f"{prefix}{level}: &{prefix}{level} [{aliases}]\n"
+    return text
+
+
+def problems(campaign) -> dict[str, list[tuple[int | None, str]]]:
+    return {i.path: [(p.line, p.message) for p in i.problems] for i in campaign.inputs if i.problems}
+
+
+def test_yaml_aliases_that_expand_past_any_configuration_are_refused_with_their_line():
+    with pytest.raises(TooComplex) as refused:
+        load_yaml(laughs())
+    assert refused.value.line is not None and "more than 100,000 values" in refused.value.message
+
+
+def test_a_few_aliases_are_a_configuration_like_any_other():
+    """Counter-example: anchors shared by a few keys (a common YAML idiom) load as yaml.safe_load does."""
+    text = "base: &base {lr: 0.001, rank: 16}\na: *base\nb: *base\nsmall:\n  " + laughs(3, 3, "y").replace("\n", "\n  ")
+    assert load_yaml(text)["a"] == {"lr": 0.001, "rank": 16}
+    assert MAX_NODES > 3 ** 3
+
+
+def test_an_alias_inside_what_it_names_is_refused():
+    with pytest.raises(TooComplex, match="refers to the value that holds it"):
+        load_yaml("a: &a [1, *a]\n")
+
+
+def test_nesting_deeper_than_the_bound_is_refused_in_yaml_and_json():
+    with pytest.raises(TooComplex, match="nested deeper"):
+        load_yaml("v: " + "[" * (MAX_NESTING + 5) + "]" * (MAX_NESTING + 5) + "\n")
+    with pytest.raises(TooComplex, match="nested"):
+        load_yaml("v: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(TooComplex, match="nested too deep"):
+        load_json("[" * 100_000 + "]" * 100_000)
+    assert load_json("[" * 50 + "]" * 50) == eval("[" * 50 + "]" * 50)  # counter-example: deep enough is read
+
+
+def test_a_plan_of_aliases_is_refused_at_its_line_by_check_and_build(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(laughs(prefix="lol_") + (SAMPLE / "plan.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    for args in (["check", str(plan)], ["build", str(SAMPLE), str(plan), "-o", str(tmp_path / "site"), "-q"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1, result.output
+        assert "plan.yaml:" in result.output and "more than 100,000 values" in result.output
+
+
+def test_hparams_of_aliases_or_a_loop_are_a_problem_and_the_run_is_still_read(tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(FORMATS / "lightning" / "pl-clean", logs / "pl-clean")
+    version = next((logs / "pl-clean").rglob("hparams.yaml")).parent
+    (version / "hparams.yaml").write_text(laughs(), encoding="utf-8")
+    campaign = ingest(logs)
+    rel = (version / "hparams.yaml").relative_to(logs).as_posix()
+    [(line, message)] = problems(campaign)[rel]
+    assert line == 6 and message.startswith("not read: its aliases expand it")  # x5: 125,479 values
+    assert len(campaign.runs) == 1 and len(campaign.metrics)
+    (version / "hparams.yaml").write_text("a: &a [1, *a]\n", encoding="utf-8")
+    assert problems(ingest(logs))[rel] == [(1, "not read: an alias refers to the value that holds it (a loop)")]
+
+
+def test_json_nested_thousands_deep_is_a_problem_in_every_json_reader(tmp_path):
+    deep = "[" * 5000 + "]" * 5000
+    logs = tmp_path / "logs"
+    (logs / "run-a").mkdir(parents=True)
+    (logs / "run-a" / "trainer_state.json").write_text('{"global_step": 3, "log_history": ' + deep + "}")
+    (logs / "bench.jsonl").write_text(json.dumps({"checkpoint": "x", "operation": "save"})[:-1] + ', "x": ' + deep + "}\n")
+    (logs / "run-a" / "adapter_config.json").write_text('{"r": ' + deep + "}")
+    campaign = ingest(logs)
+    found = problems(campaign)
+    assert found["run-a/trainer_state.json"] == [(None, "not read: nested too deep to read")]
+    assert found["run-a/adapter_config.json"] == [(None, "not read: nested too deep to read")]
+    assert "bench.jsonl" in {i.path for i in campaign.inputs}  # sniffed without a crash, listed
+
+
+def test_a_native_event_nested_thousands_deep_does_not_crash_the_process(tmp_path):
+    """pyarrow's JSON reader takes the whole process down (SIGSEGV) on such a line: reportgen must
+    set it aside before pyarrow sees it. Run in a process of its own, so a crash is a failure, not
+    the end of the test run."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    events = [
+        {"ts": "2026-11-02T09:00:00Z", "type": "run_start", "run": "r1"},
+        {"ts": "2026-11-02T09:02:00Z", "type": "metric", "run": "r1", "step": 2, "metrics": {"loss": 1.5}},
+    ]
+    deep = ('{"ts":"2026-11-02T09:01:00Z","type":"metric","run":"r1","step":1,"metrics":{"loss":'
+            + "[" * 2600 + "1" + "]" * 2600 + "}}")
+    (logs / "events.jsonl").write_text("\n".join([json.dumps(events[0]), deep, json.dumps(events[1])]) + "\n")
+    done = subprocess.run([sys.executable, "-m", "reportgen", "inspect", "--json", str(logs)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-500:])
+    data = json.loads(done.stdout)
+    [events_file] = [i for i in data["inputs"] if i["path"] == "events.jsonl"]
+    assert [(p["line"], p["message"]) for p in events_file["problems"]] == [(2, "nested too deeply to read; line skipped")]
+    assert [r["last_step"] for r in data["runs"]] == [2]
+
+
+def test_a_prediction_file_whose_predictions_are_not_a_list_is_a_reason_not_a_crash(tmp_path, write_plan, sample_plan_data):
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE, logs)
+    target = next((logs / "outputs").rglob("predictions.jsonl"))
+    json_file = target.with_suffix(".json")
+    target.unlink()
+    json_file.write_text('{"predictions": 5}')
+    result = CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(tmp_path / "site"), "-q"])
+    assert result.exit_code == 0, result.output
