@@ -130,3 +130,33 @@ def test_a_prediction_file_whose_predictions_are_not_a_list_is_a_reason_not_a_cr
     json_file.write_text('{"predictions": 5}')
     result = CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(tmp_path / "site"), "-q"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("reader", ["native", "textlog", "tensorboard", "hf", "lightning"])
+def test_a_reader_that_fails_on_one_file_fails_for_that_file_alone(reader, tmp_path, monkeypatch):
+    """Whatever a reader did not foresee (here: it raises) becomes that file's problem, and the rest of
+    the campaign is read."""
+    from reportgen.ingest import formats
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE, logs / "sample")
+    for name in ("tensorboard/tb-clean", "hf/hf-clean", "lightning/pl-clean"):
+        shutil.copytree(FORMATS / name, logs / "formats" / name)
+    shutil.copyfile(FORMATS / "text" / "oom-1.log", logs / "formats" / "oom-1.log")
+    module = getattr(formats, reader)
+    attribute = {"hf": "read_state", "lightning": "read_metrics"}.get(reader, "read")
+    original = getattr(module, attribute)
+    broken = {"native": "runs/pilot-1/events.jsonl", "textlog": "oom-1.log", "tensorboard": "tb-clean",
+              "hf": "hf-clean", "lightning": "pl-clean"}[reader]
+
+    def fails(path, *args, **kwargs):
+        if broken in str(path):
+            raise RuntimeError("an input nobody foresaw")
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(module, attribute, fails)
+    whole = ingest(logs)
+    failed = [i.path for i in whole.inputs if any(
+        "reportgen could not read this file (RuntimeError: an input nobody foresaw)" in p.message for p in i.problems)]
+    assert len(failed) == 1 and broken in failed[0]
+    assert "control-1" in whole.runs and "lora-r16-2" in whole.runs  # the sample's runs are read all the same

@@ -11,7 +11,8 @@ ingest/identity.py; here every source gets a provisional key and the name it wou
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -143,6 +144,20 @@ class _Scan:
         if self.progress:
             self.progress(rel)
 
+    @contextmanager
+    def contained(self, rel: str, fmt: str | None) -> Iterator[None]:
+        """A reader that fails on a file it did not foresee fails for that file alone: the file is
+        listed with what went wrong, and the rest of the campaign is read."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - any failure of one reader is that file's problem
+            info = InputFile(rel, fmt)
+            what = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            info.problem(None, f"reportgen could not read this file ({type(error).__name__}{': ' + what if what else ''}); "
+                         "the rest of the campaign was read. Please report it with the file")
+            self.readings.append(Reading([info]))
+            self.claimed.add(rel)
+
     def files(self, kind: str | None) -> list[str]:
         return sorted(rel for rel, k in self.kinds.items() if k == kind and rel not in self.claimed)
 
@@ -194,26 +209,29 @@ class _Scan:
     def native(self) -> None:
         """Native event logs name their runs inside; their folders name the runs for text logs."""
         for rel in self.files("native"):
-            log = native.read(self.found[rel][0], rel)
-            self.readings.append(Reading([log.input], [log.metrics], log.events))
-            named = {e.run for e in log.events if getattr(e, "run", None)} | {str(r) for r in log.metrics["run"].unique()}
-            self.native_runs.setdefault(_parents(rel)[0], set()).update(named)
-            for run in sorted(named):
-                self.sources.setdefault(run, Source(run, native.FORMAT, run, Evidence(rel), declared=True))
+            with self.contained(rel, native.FORMAT):
+                log = native.read(self.found[rel][0], rel)
+                self.readings.append(Reading([log.input], [log.metrics], log.events))
+                named = {e.run for e in log.events if getattr(e, "run", None)} | {str(r) for r in log.metrics["run"].unique()}
+                self.native_runs.setdefault(_parents(rel)[0], set()).update(named)
+                for run in sorted(named):
+                    self.sources.setdefault(run, Source(run, native.FORMAT, run, Evidence(rel), declared=True))
             self.done(rel)
 
     def benchmarks(self) -> None:
         """Checkpoint benchmark records (JSONL or CSV): save, transfer, restore and reload-test timings."""
         for rel in self.files("bench"):
-            self.readings.append(bench.read(self.found[rel][0], rel))
+            with self.contained(rel, bench.FORMAT):
+                self.readings.append(bench.read(self.found[rel][0], rel))
             self.done(rel)
 
     def manifests(self) -> None:
         """Deliverables manifests: what the campaign produced; their files are checked at build time."""
         for rel in self.files("manifest"):
-            info, entries = manifest.read(self.found[rel][0], rel)
-            self.readings.append(Reading([info], [], list(entries)))
-            self.entries += entries
+            with self.contained(rel, manifest.FORMAT):
+                info, entries = manifest.read(self.found[rel][0], rel)
+                self.readings.append(Reading([info], [], list(entries)))
+                self.entries += entries
             self.done(rel)
 
     def deliverable_files(self) -> None:
@@ -235,31 +253,35 @@ class _Scan:
 
     def trainer_folders(self) -> None:
         for folder, key in sorted(self.hf_dirs.items()):
-            self.readings.append(self._read_hf(folder, key))
+            with self.contained(f"{folder}/{hf.STATE}" if folder else hf.STATE, hf.FORMAT):
+                self.readings.append(self._read_hf(folder, key))
 
     def lightning_folders(self) -> None:
         """Each version folder on its own: which version continues which is decided from evidence, later."""
         for folder, key in sorted(self.pl_dirs.items()):
-            reading, limit = self._read_lightning(folder, key)
-            self.readings.append(reading)
-            facts = next(e for e in reading.events if isinstance(e, RunFacts))
-            self.pl_limits[key] = (facts, limit)
+            with self.contained(self.sources[key].evidence.path or folder, lightning.FORMAT):
+                reading, limit = self._read_lightning(folder, key)
+                self.readings.append(reading)
+                facts = next(e for e in reading.events if isinstance(e, RunFacts))
+                self.pl_limits[key] = (facts, limit)
 
     def mlflow(self) -> None:
         for rel in self.files("sqlite"):
-            read = mlflow.read_sqlite(self.found[rel][0], rel)
-            if read is not None:
-                reading, runs = read
-                self.readings.append(reading)
-                self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
-                self.done(rel)
+            with self.contained(rel, mlflow.SQLITE_FORMAT):
+                read = mlflow.read_sqlite(self.found[rel][0], rel)
+                if read is not None:
+                    reading, runs = read
+                    self.readings.append(reading)
+                    self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
+                    self.done(rel)
         readable = sorted(self.found)
         for rel in self.files("mlflow-run-meta"):
-            reading, run = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs, readable)
-            self.readings.append(reading)
-            self._mlflow_sources([run], mlflow.FILES_FORMAT)
-            for info in reading.inputs:
-                self.done(info.path)
+            with self.contained(rel, mlflow.FILES_FORMAT):
+                reading, run = mlflow.read_file_run(self.logs / _parents(rel)[0], self.logs, readable)
+                self.readings.append(reading)
+                self._mlflow_sources([run], mlflow.FILES_FORMAT)
+                for info in reading.inputs:
+                    self.done(info.path)
         for rel in self.files(None):
             if PurePosixPath(rel).name == "meta.yaml" and b"experiment_id:" in self.found[rel][1]:
                 self.readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's
@@ -274,27 +296,32 @@ class _Scan:
         """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
         files: dict[str, list[tuple[int, str]]] = {}
         for rel in self.files("tensorboard"):
-            owner = self.owner(rel)
-            folder = _parents(rel)[0]
-            key = owner or f"{tensorboard.FORMAT}:{folder or '.'}"
-            if owner is None and key not in self.sources:
-                self.sources[key] = Source(key, tensorboard.FORMAT, _name(folder) or "logs", Evidence(rel), folder=folder)
-            texts: dict[str, str] = {}
-            info, frame = tensorboard.read(self.found[rel][0], rel, key, texts)
-            args = self._trainer_arguments(key, texts) if owner is None else None
-            if len(frame):
-                files.setdefault(key, []).append((int(frame["step"].min()), rel))
-            facts = RunFacts(run=key, format=tensorboard.FORMAT, evidence=Evidence(rel))
-            if info.cut_off and owner is None:
-                facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
-            elif args is not None:
-                self._trainer_summary(rel, frame, args, facts)
-            if owner in self.pl_limits and len(frame):
-                self._lightning_reached(owner, int(frame["step"].max()) + 1, rel)
-            self.readings.append(Reading([info], [frame], [facts]))
+            with self.contained(rel, tensorboard.FORMAT):
+                self._tensorboard_file(rel, files)
             self.done(rel)
         for key, starts in files.items():
             self._restarts(key, sorted(starts))
+
+    def _tensorboard_file(self, rel: str, files: dict[str, list[tuple[int, str]]]) -> None:
+        """One TensorBoard file: in a run's folder it belongs to that run; elsewhere its folder is a source."""
+        owner = self.owner(rel)
+        folder = _parents(rel)[0]
+        key = owner or f"{tensorboard.FORMAT}:{folder or '.'}"
+        if owner is None and key not in self.sources:
+            self.sources[key] = Source(key, tensorboard.FORMAT, _name(folder) or "logs", Evidence(rel), folder=folder)
+        texts: dict[str, str] = {}
+        info, frame = tensorboard.read(self.found[rel][0], rel, key, texts)
+        args = self._trainer_arguments(key, texts) if owner is None else None
+        if len(frame):
+            files.setdefault(key, []).append((int(frame["step"].min()), rel))
+        facts = RunFacts(run=key, format=tensorboard.FORMAT, evidence=Evidence(rel))
+        if info.cut_off and owner is None:
+            facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
+        elif args is not None:
+            self._trainer_summary(rel, frame, args, facts)
+        if owner in self.pl_limits and len(frame):
+            self._lightning_reached(owner, int(frame["step"].max()) + 1, rel)
+        self.readings.append(Reading([info], [frame], [facts]))
 
     def _trainer_arguments(self, key: str, texts: dict[str, str]) -> dict | None:
         """The Trainer's TensorBoard writer logs its TrainingArguments as the text summary "args": their
@@ -368,18 +395,19 @@ class _Scan:
         """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
         linked to a run, or left apart, by identity."""
         for rel in self.files("text"):
-            info, messages, sessions = textlog.read(self.found[rel][0], rel)
-            folder = _parents(rel)[0]
-            owner = self.owner(rel)
-            natives = self.native_runs.get(folder, set())
-            if owner is None and len(natives) == 1:
-                owner = next(iter(natives))
-            for message in messages:
-                message.run = owner
-            stem = PurePosixPath(rel).stem
-            name = stem if stem.lower() not in GENERIC_STEMS else (_name(folder) or None)
-            self.texts.append(TextLog(rel, folder, sessions, messages, owner, name))
-            self.readings.append(Reading([info], [], list(messages)))
+            with self.contained(rel, textlog.FORMAT):
+                info, messages, sessions = textlog.read(self.found[rel][0], rel)
+                folder = _parents(rel)[0]
+                owner = self.owner(rel)
+                natives = self.native_runs.get(folder, set())
+                if owner is None and len(natives) == 1:
+                    owner = next(iter(natives))
+                for message in messages:
+                    message.run = owner
+                stem = PurePosixPath(rel).stem
+                name = stem if stem.lower() not in GENERIC_STEMS else (_name(folder) or None)
+                self.texts.append(TextLog(rel, folder, sessions, messages, owner, name))
+                self.readings.append(Reading([info], [], list(messages)))
             self.done(rel)
 
     def pointers(self) -> None:
