@@ -160,3 +160,34 @@ def test_a_reader_that_fails_on_one_file_fails_for_that_file_alone(reader, tmp_p
         "reportgen could not read this file (RuntimeError: an input nobody foresaw)" in p.message for p in i.problems)]
     assert len(failed) == 1 and broken in failed[0]
     assert "control-1" in whole.runs and "lora-r16-2" in whole.runs  # the sample's runs are read all the same
+
+
+@pytest.mark.parametrize(("written", "hostile", "said"), [
+    ("price: 47.14", "price: .inf", "order.lots[0].price: Input should be a finite number"),
+    ("price: 47.14", "price: 1.0e+400", "order.lots[0].price: Input should be a finite number"),
+    ("amount: 120.00", "amount: .inf", "order.other_costs[0].amount: Input should be a finite number"),
+    ("threshold: 0.32", "threshold: .nan", "quality.threshold: Input should be a finite number"),
+    ("hours: 3\n", "hours: 1e300\n", "hours: Input should be less than or equal to 87840"),
+    ("hours: 3\n", "hours: .inf\n", "hours: Input should be a finite number"),
+    ("days: 3", "days: 5000000", "order.lots[0].days: Input should be less than or equal to 3660"),
+    ("gpus: 1", "gpus: 100000000", "order.lots[0].gpus: Input should be less than or equal to 1024"),
+    ("start: 2026-11-02T09:00:00+09:00", "start: 9999-12-30T09:00:00+09:00", "a lot starting in 9999 is no rental"),
+])
+def test_a_plan_value_no_campaign_has_is_refused_at_its_line_by_check_and_build(written, hostile, said, tmp_path):
+    text = (SAMPLE / "plan.yaml").read_text(encoding="utf-8")
+    assert written in text
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text.replace(written, hostile, 1), encoding="utf-8")
+    line = text[: text.index(written)].count("\n") + 1
+    for args in (["check", str(plan)], ["build", str(SAMPLE), str(plan), "-o", str(tmp_path / "site"), "-q"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1, result.output
+        assert f"plan.yaml:{line}:" in result.output and said in result.output, result.output
+
+
+def test_a_plan_that_is_a_pipe_is_refused_not_waited_for(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "plan.yaml")
+    result = CliRunner().invoke(cli, ["check", str(tmp_path / "plan.yaml")])
+    assert result.exit_code == 1 and "not a regular file" in result.output

@@ -69,7 +69,15 @@ def _map_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], duplic
             _map_lines(item, child, lines, duplicates)
 
 
+MAX_PLAN_BYTES = 4 << 20  # a plan is a page or two of YAML
+
+
 def _read_text(path: Path) -> tuple[bytes, str]:
+    if path.exists() and not path.is_dir() and not path.is_file():  # a pipe or a device would block or never end
+        raise PlanError(str(path), [f"{path}: not a regular file; give the plan file (plan.yaml)"])
+    if path.is_file() and path.stat().st_size > MAX_PLAN_BYTES:
+        raise PlanError(str(path), [f"{path}: {path.stat().st_size:,} bytes; a plan is YAML text of at most "
+                                    f"{MAX_PLAN_BYTES >> 20} MB"])
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 Category = Literal["required", "useful", "exploratory"]
 Role = Literal["control", "variant"]
@@ -46,6 +47,13 @@ DeliverableKind = Literal[
 ]
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# What no campaign plan holds: figures past these are typing slips or hostile input, refused at their line.
+MAX_DAYS = 3_660  # ten years of rental in one lot
+MAX_HOURS = MAX_DAYS * 24.0
+MAX_GPUS = 1_024
+MAX_MONEY = 1e12
+MAX_COUNT = 10**15  # items, steps
+EARLIEST, LATEST = 1970, 2200  # years a lot may start in
 MACHINE_RESOURCES = ("cpu",)
 HUMAN_RESOURCE = "human"
 
@@ -69,7 +77,7 @@ class CampaignInfo(Section):
 class Corpus(Section):
     id: str = Field(min_length=1, description="Identifier of the fixed corpus every variant uses.")
     description: str | None = None
-    size: int | None = Field(None, ge=1, description="Number of items in the corpus, if known.")
+    size: int | None = Field(None, ge=1, le=MAX_COUNT, description="Number of items in the corpus, if known.")
     expected_ids: str | None = Field(
         None, description="File under LOGS listing the ids predictions must cover, one per line."
     )
@@ -78,7 +86,7 @@ class Corpus(Section):
 class Quality(Section):
     metric: str = Field(min_length=1, description="Metric deciding whether a variant passes, e.g. eval_accuracy.")
     direction: Literal["higher", "lower"] = Field("higher", description="Whether higher or lower values are better.")
-    threshold: float = Field(description="A variant passes when its final value meets this threshold.")
+    threshold: float = Field(allow_inf_nan=False, description="A variant passes when its final value meets this threshold.")
 
 
 class Variant(Section):
@@ -107,9 +115,9 @@ class StopRule(Section):
         "cut (default: metrics named like truncated_inputs). `loss` also matches TensorBoard's `train/loss`.",
     )
     metric: str | None = Field(None, description="below_threshold: the metric checked (default: the quality metric).")
-    threshold: float | None = Field(None, description="below_threshold: the limit (default: the quality threshold).")
+    threshold: float | None = Field(None, allow_inf_nan=False, description="below_threshold: the limit (default: the quality threshold).")
     after_step: int | None = Field(
-        None, ge=0, description="below_threshold: only evaluations at or after this step (default: every evaluation)."
+        None, ge=0, le=MAX_COUNT, description="below_threshold: only evaluations at or after this step (default: every evaluation)."
     )
     variants: list[str] | None = Field(None, description="Variants the rule applies to (default: all).")
 
@@ -122,7 +130,7 @@ class ScheduleStep(Section):
         min_length=1,
         description="A GPU named in the order's lots, `cpu`, or `human` (R5: human time is not machine time).",
     )
-    hours: float = Field(gt=0, description="Planned duration in hours.")
+    hours: float = Field(gt=0, le=MAX_HOURS, allow_inf_nan=False, description="Planned duration in hours.")
     depends_on: list[str] = Field(default_factory=list, description="Steps that must finish before this one starts.")
     category: Category = "required"
     variant: str | None = Field(None, description="Variant this step trains or evaluates, if any.")
@@ -133,6 +141,8 @@ class ScheduleStep(Section):
     steps_per_second: float | None = Field(
         None,
         gt=0,
+        le=1e9,
+        allow_inf_nan=False,
         description="Planned training throughput in optimizer steps per second (33 s a step is 0.0303): "
         "the variance then shows measured against planned throughput as a cause.",
     )
@@ -156,14 +166,15 @@ class CheckpointPolicy(Section):
     goal: Literal["resume_training", "inference_only"] = Field(
         "resume_training", description="R11: resume training, or only re-run inference."
     )
-    interval_minutes: float | None = Field(None, gt=0, description="Planned time between checkpoint saves.")
+    interval_minutes: float | None = Field(None, gt=0, le=MAX_HOURS * 60, allow_inf_nan=False,
+                                           description="Planned time between checkpoint saves.")
     required_state: list[ResumePart] = Field(
         default_factory=lambda: ["model", "optimizer", "scheduler", "progress"],
         description="R11: what a checkpoint must hold to count as resumable.",
     )
     reload_test: bool = Field(True, description="R12: reload an early checkpoint in a new process.")
     mean_hours_between_interruptions: float | None = Field(
-        None, gt=0, description="Assumed mean time between interruptions, used until one is observed (R12)."
+        None, gt=0, le=MAX_HOURS * 100, allow_inf_nan=False, description="Assumed mean time between interruptions, used until one is observed (R12)."
     )
     location: str | None = Field(None, description="Where checkpoints are copied off the rented machine.")
 
@@ -179,20 +190,27 @@ class Deliverable(Section):
 class Lot(Section):
     label: str = Field(min_length=1, description="e.g. 'RTX 4090, 3 days'.")
     gpu: str = Field(min_length=1, description="GPU model, e.g. RTX 4090.")
-    gpus: int = Field(1, ge=1, description="GPUs in one lot (a B200 lot holds 2; its price is not doubled, R7).")
+    gpus: int = Field(1, ge=1, le=MAX_GPUS, description="GPUs in one lot (a B200 lot holds 2; its price is not doubled, R7).")
     gpu_names: list[str] | None = Field(
         None, description="Names schedule steps use as resource; default gpu0, gpu1, ... across lots."
     )
-    days: int = Field(ge=1, description="Length of the rented period in days.")
-    price: float = Field(gt=0, description="Price of the whole lot (R7: lots, not hours).")
+    days: int = Field(ge=1, le=MAX_DAYS, description="Length of the rented period in days.")
+    price: float = Field(gt=0, le=MAX_MONEY, allow_inf_nan=False, description="Price of the whole lot (R7: lots, not hours).")
     currency: str | None = Field(None, description="Default: the order's currency.")
     order_ref: str | None = Field(None, description="The provider's order reference.")
     start: AwareDatetime = Field(description="Start of the rented window, with its time zone.")
 
+    @field_validator("start")
+    @classmethod
+    def _a_real_date(cls, start: datetime) -> datetime:
+        if not EARLIEST <= start.year < LATEST:
+            raise ValueError(f"a lot starting in {start.year} is no rental; give its real start ({EARLIEST}-{LATEST})")
+        return start
+
 
 class OtherCost(Section):
     label: str = Field(min_length=1)
-    amount: float = Field(ge=0)
+    amount: float = Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)
     currency: str | None = None
     kind: Literal["included", "external"] = Field(
         description="`included`: billed with the order; `external`: outside the rental, kept apart (R13)."
@@ -210,9 +228,9 @@ class Order(Section):
 class CatalogueEntry(Section):
     label: str = Field(min_length=1)
     gpu: str
-    gpus: int = Field(1, ge=1)
-    days: int = Field(ge=1)
-    price: float = Field(gt=0)
+    gpus: int = Field(1, ge=1, le=MAX_GPUS)
+    days: int = Field(ge=1, le=MAX_DAYS)
+    price: float = Field(gt=0, le=MAX_MONEY, allow_inf_nan=False)
     currency: str | None = None
 
 
