@@ -191,3 +191,33 @@ def test_a_plan_that_is_a_pipe_is_refused_not_waited_for(tmp_path):
     os.mkfifo(tmp_path / "plan.yaml")
     result = CliRunner().invoke(cli, ["check", str(tmp_path / "plan.yaml")])
     assert result.exit_code == 1 and "not a regular file" in result.output
+
+
+def test_a_stray_quote_in_metrics_csv_costs_its_row_alone(tmp_path):
+    """csv would read from the quote to the next one, swallowing the rows between: each line is a row."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FORMATS / "lightning" / "pl-clean", logs / "pl-clean")
+    metrics = logs / "pl-clean" / "version_0" / "metrics.csv"
+    lines = metrics.read_text(encoding="utf-8").split("\n")
+    rows = sum(1 for line in lines[1:] if line.strip())
+    lines[2] = lines[2].replace(",", ',"', 1)  # line 3: a quote opened and never closed
+    metrics.write_text("\n".join(lines), encoding="utf-8")
+    campaign = ingest(logs)
+    [info] = [i for i in campaign.inputs if i.path.endswith("metrics.csv")]
+    assert [(p.line, p.message) for p in info.problems] == [
+        (3, "not a CSV row (a quote opened and not closed on its line); row skipped")]
+    assert info.records == rows - 1 and info.skipped == 1
+
+
+def test_a_stray_quote_in_a_benchmark_csv_costs_its_row_alone(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    source = (SAMPLE / "campaign" / "checkpoint-bench.csv").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    header, row = source[0], source[1]
+    damaged = row.replace(",reload_test,", ',"reload_test,', 1)
+    (logs / "bench.csv").write_text("\n".join([header, row, damaged, row.replace("7311", "7312")]) + "\n", encoding="utf-8")
+    campaign = ingest(logs)
+    [info] = [i for i in campaign.inputs if i.path == "bench.csv"]
+    assert [(p.line, p.message) for p in info.problems] == [
+        (3, "not a CSV row (a quote opened and not closed on its line); row skipped")]
+    assert len(campaign.reload_tests) == 2  # the rows before and after it

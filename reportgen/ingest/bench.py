@@ -18,14 +18,12 @@ reported with its line and skipped; the rest of the file is read.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.bounded import load_json
-from reportgen.ingest.common import Reading, decode_text, duration_problem
+from reportgen.ingest.common import Reading, csv_lines, decode_text, duration_problem
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
 FORMAT = "checkpoint-bench"
@@ -95,30 +93,25 @@ def _json_lines(text: str, info: InputFile):
 
 
 def _csv_rows(text: str, info: InputFile):
-    reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:  # a stray quote or carriage return: that row only
-            info.problem(reader.line_num, f"not a CSV row ({exc}); row skipped")
+    for line, row in csv_lines(text):
+        if row is None:  # a stray quote or carriage return: that row only
+            info.problem(line, "not a CSV row (a quote opened and not closed on its line); row skipped")
             info.skipped += 1
             continue
         if header is None:
             header = [c.strip().lower() for c in row]
             unknown = [c for c in header if c not in FIELDS]
             if unknown:
-                info.problem(reader.line_num, f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
+                info.problem(line, f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
             continue
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
-            info.problem(reader.line_num, f"{len(row)} cells where the header has {len(header)}; row skipped")
+            info.problem(line, f"{len(row)} cells where the header has {len(header)}; row skipped")
             info.skipped += 1
             continue
-        yield reader.line_num, {k: v.strip() for k, v in zip(header, row) if k in FIELDS and v.strip() != ""}
+        yield line, {k: v.strip() for k, v in zip(header, row) if k in FIELDS and v.strip() != ""}
 
 
 def _text(record: dict, key: str) -> str | None:

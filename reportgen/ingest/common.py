@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import csv
+import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +104,32 @@ def from_epoch(seconds: float | None) -> datetime | None:
     if seconds is None or not math.isfinite(seconds) or not 0 < seconds < 32503680000:
         return None
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def csv_lines(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | None]]:
+    """(line number, cells) of every line of a CSV log written one row per line (CSVLogger, benchmark
+    records). A line whose quote is not closed on it, or that the csv module refuses, is
+    (line, None): a damaged row, which never swallows the lines after it."""
+    if '"' not in text:
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error:  # a stray carriage return: that row only
+                yield reader.line_num, None
+                continue
+            yield reader.line_num, row
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if line.count('"') % 2:
+            yield number, None
+            continue
+        try:
+            yield number, next(csv.reader([line], delimiter=delimiter), [])
+        except csv.Error:
+            yield number, None
 
 
 def decode_text(raw: bytes) -> str | None:

@@ -10,12 +10,16 @@ the training state it holds.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from pathlib import Path
 
-from reportgen.ingest.common import MetricRows, decode_text, read_mapping, row_kind
+from reportgen.ingest.common import (
+    MetricRows,
+    csv_lines,
+    decode_text,
+    read_mapping,
+    row_kind,
+)
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
 
@@ -36,19 +40,22 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
     if text is None:
         info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
         return info, rows, evals
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = next(reader)
-    except StopIteration:
-        return info, rows, evals
-    if "step" not in header:
-        info.problem(1, "no 'step' column in the header")
+    reader = csv_lines(text)
+    _first, header = next(reader, (1, []))
+    if not header or "step" not in header:
+        if header is not None and text.strip():
+            info.problem(1, "no 'step' column in the header")
+        elif header is None:
+            info.problem(1, "the header is not a CSV row (a quote opened and not closed)")
         return info, rows, evals
     step_at = header.index("step")
     unterminated = not text.endswith("\n")
     total = text.count("\n") + (1 if unterminated else 0)
-    for cells in reader:
-        line = reader.line_num
+    for line, cells in reader:
+        if cells is None:
+            info.problem(line, "not a CSV row (a quote opened and not closed on its line); row skipped")
+            info.skipped += 1
+            continue
         if not cells:
             continue
         if len(cells) != len(header):
