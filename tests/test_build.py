@@ -164,6 +164,53 @@ def test_a_folder_that_is_not_a_site_is_never_replaced(tmp_path):
     assert (out / "thesis.tex").read_text() == "precious"
 
 
+def test_a_folder_with_a_report_json_alone_is_no_site(tmp_path):
+    """A report.json with reportgen's schema line is no proof: the folder holds no marker of a site."""
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "report.json").write_text('{"schema": "reportgen.report/1"}')
+    (out / "notes.md").write_text("precious")
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q")
+    assert result.exit_code == 1 and "holds no reportgen site" in result.output
+    assert (out / "notes.md").read_text() == "precious"
+
+
+def test_a_site_a_user_added_a_file_to_is_not_replaced(tmp_path):
+    """Counter-example to replacing a site: a file reportgen did not write would be deleted with it."""
+    out = tmp_path / "site"
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q").exit_code == 0
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q").exit_code == 0  # its own site: replaced
+    (out / "my-notes.txt").write_text("precious")
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q")
+    assert result.exit_code == 1 and "reportgen did not write (my-notes.txt)" in result.output
+    assert (out / "my-notes.txt").read_text() == "precious"
+
+
+def test_an_output_folder_given_as_a_link_is_replaced_through_it(tmp_path):
+    real = tmp_path / "sites" / "jsum"
+    assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", real, "-q").exit_code == 0
+    link = tmp_path / "current"
+    link.symlink_to(real)
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", link, "-q")
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and (link / "index.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "sites"]  # nothing left beside the link
+    assert sorted(p.name for p in real.parent.iterdir()) == ["jsum"]
+
+
+def test_an_output_folder_that_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):
+    """Run as root, a read-only folder can still be written: the refusal is made by mkdtemp here."""
+    import tempfile
+
+    def refuse(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    result = invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", tmp_path / "ro" / "site", "-q")
+    assert result.exit_code == 1
+    assert "the site cannot be written there (Permission denied)" in result.output
+
+
 def test_a_failed_build_leaves_the_previous_site_intact(tmp_path):
     out = tmp_path / "site"
     assert invoke("build", SAMPLE_LOGS, SAMPLE_PLAN, "-o", out, "-q").exit_code == 0
@@ -340,9 +387,12 @@ def test_single_file_holds_every_page_and_evidence(single_file, sample_site):
 
 
 def test_the_site_is_the_same_with_or_without_the_single_file(single_file, sample_site):
-    digest = tree_digest(single_file.parent)
+    digest, plain = tree_digest(single_file.parent), tree_digest(sample_site)
     del digest["report.html"]
-    assert digest == tree_digest(sample_site)
+    del digest[".reportgen-site.json"], plain[".reportgen-site.json"]  # the lists of files it owns differ by one
+    assert digest == plain
+    owned = json.loads((single_file.parent / ".reportgen-site.json").read_text())["files"]
+    assert "report.html" in owned and sorted(owned) == owned
 
 
 def test_excerpts_show_each_cited_line_with_its_context_and_stay_inside_logs(tmp_path):

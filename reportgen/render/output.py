@@ -16,12 +16,29 @@ from reportgen.errors import BuildError
 _RENAME_EXCHANGE = 2
 
 
-def _is_site(folder: Path) -> bool:
+# The marker reportgen writes into every site: the files it owns. A folder is replaced only when it
+# holds this marker and no file the marker does not list (a report.json alone is no site).
+MARKER = ".reportgen-site.json"
+MARKER_SCHEMA = "reportgen.site/1"
+
+
+def _site_files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def _not_owned(folder: Path) -> str | None:
+    """Why a non-empty folder is not a site reportgen may replace, or None when it is one."""
     try:
-        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(report, dict) and str(report.get("schema", "")).startswith("reportgen.report/")
+        return f"it holds no reportgen site (no {MARKER})"
+    owned = marker.get("files") if isinstance(marker, dict) and marker.get("schema") == MARKER_SCHEMA else None
+    if not isinstance(owned, list):
+        return f"its {MARKER} is not reportgen's"
+    extra = sorted(_site_files(folder) - set(map(str, owned)) - {MARKER})
+    if extra:
+        return f"it holds {len(extra)} file{'s' if len(extra) > 1 else ''} reportgen did not write ({extra[0]})"
+    return None
 
 
 def check_output(out: Path, logs: Path, plan: Path) -> None:
@@ -35,10 +52,10 @@ def check_output(out: Path, logs: Path, plan: Path) -> None:
         raise BuildError(f"{out}: the output folder contains the plan ({plan}); choose another -o folder")
     if target.exists() and not target.is_dir():
         raise BuildError(f"{out}: exists and is not a folder")
-    if target.is_dir() and any(target.iterdir()) and not _is_site(target):
+    if target.is_dir() and any(target.iterdir()) and (why := _not_owned(target)) is not None:
         raise BuildError(
-            f"{out}: exists, is not empty and holds no reportgen site (no report.json); "
-            "reportgen replaces only its own sites. Choose a new or empty folder"
+            f"{out}: exists, is not empty and {why}; reportgen replaces only its own sites, whole. "
+            "Choose a new or empty folder"
         )
 
 
@@ -65,10 +82,14 @@ class SiteWriter:
     """Collects the site's files in a temporary sibling of the output folder; each file is written once."""
 
     def __init__(self, out: Path):
-        self.out = out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale(out)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+        # A link named by -o is followed: the folder it points to is replaced, the link stays.
+        self.out = out = out.resolve() if out.is_symlink() else out
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale(out)
+            self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+        except OSError as exc:
+            raise BuildError(f"{out}: the site cannot be written there ({exc.strerror}); choose another -o folder") from None
         self.written: set[str] = set()
 
     def write(self, rel: str, data: str | bytes) -> None:
@@ -81,6 +102,8 @@ class SiteWriter:
 
     def commit(self) -> None:
         """Swap the new site in; the old one is removed only once the new one is in place."""
+        marker = {"schema": MARKER_SCHEMA, "files": sorted(self.written)}
+        self.write(MARKER, json.dumps(marker, indent=1) + "\n")
         os.chmod(self.tmp, 0o755)
         if not self.out.exists():
             os.rename(self.tmp, self.out)
