@@ -31,6 +31,9 @@ def _not_owned(folder: Path) -> str | None:
     try:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
+        if (folder / "report.json").is_file() and (folder / "index.html").is_file():
+            return (f"it holds no reportgen site (no {MARKER}; a site an earlier reportgen wrote has none: "
+                    "delete it once, and later builds replace it)")
         return f"it holds no reportgen site (no {MARKER})"
     owned = marker.get("files") if isinstance(marker, dict) and marker.get("schema") == MARKER_SCHEMA else None
     if not isinstance(owned, list):
