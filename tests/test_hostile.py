@@ -221,3 +221,37 @@ def test_a_stray_quote_in_a_benchmark_csv_costs_its_row_alone(tmp_path):
     assert [(p.line, p.message) for p in info.problems] == [
         (3, "not a CSV row (a quote opened and not closed on its line); row skipped")]
     assert len(campaign.reload_tests) == 2  # the rows before and after it
+
+
+def _events(path: Path, *records: dict) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_times_at_the_calendar_s_ends_are_damaged_lines_not_a_crash(tmp_path):
+    """A run_start at 9999-12-31 (the careful path) and metric lines at year 1 among good ones (the
+    columnar path): each such line is a problem, and the build writes its site."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    good = [{"ts": f"2026-11-02T09:{m:02d}:00Z", "type": "metric", "run": "r1", "step": m, "metrics": {"loss": 1.0}}
+            for m in range(1, 40)]
+    good[6] = {**good[6], "ts": "0001-01-01T00:00:00Z"}
+    _events(logs / "events.jsonl", {"ts": "9999-12-31T23:59:59Z", "type": "run_start", "run": "r1"}, *good)
+    campaign = ingest(logs)
+    [info] = campaign.inputs
+    assert sorted((p.line, p.message.split(":")[0]) for p in info.problems) == [(1, "'ts' '9999-12-31T23"), (8, "'ts' is outside 1970-2199")]
+    assert campaign.runs["r1"].last_step == 39
+    result = CliRunner().invoke(cli, ["build", str(logs), str(SAMPLE / "plan.yaml"), "-o", str(tmp_path / "site"), "-q"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_run_id_too_long_for_a_file_name_gets_a_page(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    run = "r" * 500
+    _events(logs / "events.jsonl", {"ts": "2026-11-02T09:00:00Z", "type": "run_start", "run": run},
+            {"ts": "2026-11-02T09:01:00Z", "type": "metric", "run": run, "step": 1, "metrics": {"loss": 1.0}})
+    site = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", str(logs), str(SAMPLE / "plan.yaml"), "-o", str(site), "-q"])
+    assert result.exit_code == 0, result.output
+    [page] = (site / "runs").glob("r*.html")
+    assert len(page.name) < 120 and run in page.read_text(encoding="utf-8")

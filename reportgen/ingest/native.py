@@ -375,6 +375,13 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
         for line in lines[mask & ~bad]:
             piece.problems.append((int(line), f"'metric' event needs '{key}'; line skipped"))
         bad |= mask
+    ts = rows.column("ts")
+    outside = pc.fill_null(pc.or_(pc.less(ts, pa.scalar(EARLIEST, ts.type)), pc.greater_equal(ts, pa.scalar(LATEST, ts.type))),
+                           False).to_numpy(zero_copy_only=False)
+    for line in lines[outside & ~bad]:
+        piece.problems.append((int(line), f"'ts' is outside {EARLIEST.year}-{LATEST.year - 1}: no campaign logged then; "
+                                          "line skipped"))
+    bad |= outside
     piece.skipped += int(bad.sum())
     keep = pa.array(~bad)
     columns = {
@@ -399,6 +406,10 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
     piece.tables.append(pa.table(columns))
 
 
+# Times no campaign logged at: a value outside is damage (and past the calendar's ends, a crash later).
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+
+
 def _parse_time(value: object) -> datetime:
     if not isinstance(value, str):
         raise _BadRecord(f"'ts' must be an ISO 8601 time string, got {value!r}")
@@ -406,6 +417,8 @@ def _parse_time(value: object) -> datetime:
         at = datetime.fromisoformat(value)
     except ValueError:
         raise _BadRecord(f"'ts' is not an ISO 8601 time: {value!r}") from None
+    if not EARLIEST.year <= at.year < LATEST.year:
+        raise _BadRecord(f"'ts' {value!r} is outside {EARLIEST.year}-{LATEST.year - 1}: no campaign logged then")
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at
 
 

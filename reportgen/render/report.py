@@ -288,9 +288,13 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
     }
 
 
+MAX_PAGE_NAME = 100  # characters of a run id kept in its page's file name (file systems allow 255 bytes)
+
+
 def run_page(run_id: str) -> str:
-    """The site path of a run's page: a safe file name, made unique by a hash when it had to change."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._") or "run"
+    """The site path of a run's page: a safe file name, made unique by a hash when it had to change
+    (characters a file name cannot hold, or an id too long for one)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._")[:MAX_PAGE_NAME] or "run"
     if safe != run_id:
         safe += "-" + hashlib.sha1(run_id.encode()).hexdigest()[:8]
     return f"runs/{safe}.html"
