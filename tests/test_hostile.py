@@ -5,6 +5,7 @@ of the campaign is read."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -255,3 +256,26 @@ def test_a_run_id_too_long_for_a_file_name_gets_a_page(tmp_path):
     assert result.exit_code == 0, result.output
     [page] = (site / "runs").glob("r*.html")
     assert len(page.name) < 120 and run in page.read_text(encoding="utf-8")
+
+
+def test_mlflow_values_of_the_wrong_type_are_problems_and_the_rest_is_read(tmp_path):
+    """A metric value 'abc' and a start_time 'yesterday' in the SQLite store, a status [3] in a file
+    store's meta.yaml: each is named, and every other run and value is read."""
+    import sqlite3
+
+    logs = tmp_path / "logs"
+    shutil.copytree(FORMATS / "mlruns", logs / "mlruns")
+    shutil.copyfile(FORMATS / "mlflow" / "mlflow.db", logs / "mlflow.db")
+    with sqlite3.connect(logs / "mlflow.db") as db:
+        db.execute("update metrics set value = 'abc' where rowid = 1")
+        db.execute("update runs set start_time = 'yesterday'")
+    meta = next((logs / "mlruns").glob("*/*/meta.yaml"))
+    meta.write_text(re.sub(r"(?m)^status: .*$", "status: [3]", meta.read_text()))
+    clean = ingest(FORMATS)
+    campaign = ingest(logs)
+    found = problems(campaign)
+    [(_line, message)] = found["mlflow.db"]
+    assert "1 metric value with a value, step or time that is not a number" in message
+    db_runs = [r for r in campaign.runs.values() if "mlflow.db" in r.sources]
+    assert len(db_runs) == len([r for r in clean.runs.values() if "mlflow/mlflow.db" in r.sources])
+    assert any("MLflow run status [3] is not one MLflow writes" in (f.reason or "") for f in campaign.run_facts)

@@ -22,6 +22,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from reportgen.ingest.common import (
@@ -60,7 +61,22 @@ class MlflowRun:
     parent: str | None = None  # the uuid of the run it is nested in (the mlflow.parentRunId tag)
 
 
-def _status(status: str | None, ended: bool) -> tuple[str | None, str]:
+def _millis(value: object) -> datetime | None:
+    """An MLflow time (Unix milliseconds) as a datetime; None for anything else ('yesterday', a list)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return from_epoch(value / 1000)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _status(status: object, ended: bool) -> tuple[str | None, str]:
+    if not isinstance(status, str):
+        return None, f"MLflow run status {status!r} is not one MLflow writes"
     mapped = _STATUS.get(status or "")
     if status == "RUNNING":
         return mapped, ("MLflow still shows the run as RUNNING with no end time: its process ended without ending "
@@ -115,15 +131,24 @@ def read_sqlite(path: Path, rel: str) -> tuple[Reading, list[MlflowRun]] | None:
             mapped, reason = _status(status, end is not None)
             reading.events.append(RunFacts(
                 run=run_id, format=SQLITE_FORMAT, evidence=evidence, status=mapped, reason=reason,
-                started_at=from_epoch(start / 1000 if start else None), ended_at=from_epoch(end / 1000 if end else None),
+                started_at=_millis(start), ended_at=_millis(end),
                 config={"params": params} if params else None, max_steps=_max_steps(params)))
             by_step: dict[tuple[int, int], dict[str, float]] = {}
+            damaged: list[str] = []
             for key, value, ts, step, is_nan in db.execute(
                     "select key, value, timestamp, step, is_nan from metrics where run_uuid = ? order by step, timestamp, key",
                     (uuid,)):
-                by_step.setdefault((step, ts), {})[key] = math.nan if is_nan else float(value)
+                number = math.nan if is_nan else _number(value)
+                if number is None or isinstance(step, bool) or not isinstance(step, int) or _millis(ts) is None:
+                    damaged.append(f"{key} at step {step!r}")
+                    continue
+                by_step.setdefault((step, ts), {})[key] = number
+            if damaged:
+                info.problem(None, f"run {uuid}: {len(damaged)} metric value{'s' if len(damaged) > 1 else ''} with a value, "
+                             f"step or time that is not a number (first: {damaged[0]}); skipped")
+                info.skipped += len(damaged)
             for (step, ts), values in by_step.items():
-                at = from_epoch(ts / 1000)
+                at = _millis(ts)
                 rows.add(run_id, row_kind(list(values)), step, None, at, values)
                 info.records += 1
                 reading.events += _eval_event(run_id, step, at, evidence, values)
@@ -177,13 +202,12 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
     source = MlflowRun(run_id, str(name) if name else None, uuid, params, Evidence(meta_info.path),
                        tags.get("mlflow.parentRunId"))
     status = meta.get("status")
-    status = _FILE_STATUS.get(status, status) if isinstance(status, int) else status
+    status = _FILE_STATUS.get(status, status) if isinstance(status, int) and not isinstance(status, bool) else status
     start, end = meta.get("start_time"), meta.get("end_time")
     mapped, reason = _status(status, end is not None)
     reading.events.append(RunFacts(
         run=run_id, format=FILES_FORMAT, evidence=Evidence(meta_info.path), status=mapped, reason=reason,
-        started_at=from_epoch(start / 1000 if isinstance(start, (int, float)) else None),
-        ended_at=from_epoch(end / 1000 if isinstance(end, (int, float)) else None),
+        started_at=_millis(start), ended_at=_millis(end),
         config={"params": params} if params else None, max_steps=_max_steps(params)))
     metrics_dir = folder / "metrics"
     for rel in _under(readable, f"{rel_folder}/metrics/"):
