@@ -404,6 +404,10 @@ def _share_checkpoint_folders(campaign: Campaign, keys: list[str], sources: dict
     return decisions, dissolved
 
 
+# ModelCheckpoint's suffix for a file name already taken: epoch=1-step=40-v1.ckpt.
+_SAVE_SUFFIX = re.compile(r"-v(\d+)\.ckpt$")
+
+
 def _by_save_order(check: Checkpoint, traces: list[_Trace], keys: list[str]) -> str | None:
     """Runs of one configuration that each trained to a checkpoint's step and saved into one folder:
     ModelCheckpoint names a file whose name is taken `<name>-v1.ckpt`, then `-v2`..., so the run that
@@ -419,8 +423,6 @@ def _by_save_order(check: Checkpoint, traces: list[_Trace], keys: list[str]) -> 
         return None
     return order[index][1] if index < len(order) else None
 
-
-_SAVE_SUFFIX = re.compile(r"-v(\d+)\.ckpt$")
 
 
 def _covers(trace: _Trace, step: int) -> bool:

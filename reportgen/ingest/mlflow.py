@@ -32,6 +32,7 @@ from reportgen.ingest.common import (
     duration_problem,
     from_epoch,
     is_eval,
+    is_number,
     read_mapping,
     row_kind,
 )
@@ -63,15 +64,7 @@ class MlflowRun:
 
 def _millis(value: object) -> datetime | None:
     """An MLflow time (Unix milliseconds) as a datetime; None for anything else ('yesterday', a list)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return from_epoch(value / 1000)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+    return from_epoch(value / 1000) if is_number(value) else None  # type: ignore[operator]
 
 
 def _status(status: object, ended: bool) -> tuple[str | None, str]:
@@ -138,7 +131,7 @@ def read_sqlite(path: Path, rel: str) -> tuple[Reading, list[MlflowRun]] | None:
             for key, value, ts, step, is_nan in db.execute(
                     "select key, value, timestamp, step, is_nan from metrics where run_uuid = ? order by step, timestamp, key",
                     (uuid,)):
-                number = math.nan if is_nan else _number(value)
+                number = math.nan if is_nan else float(value) if is_number(value) else None
                 if number is None or isinstance(step, bool) or not isinstance(step, int) or _millis(ts) is None:
                     damaged.append(f"{key} at step {step!r}")
                     continue

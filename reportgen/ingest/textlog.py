@@ -206,7 +206,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
             else:
                 continue
         # A traceback starts its line, or follows a progress bar the crash left without a line end.
-        if _TRACEBACK.match(stripped) or (match is not None and _BAR.match(line) and stripped.endswith(_TRACEBACK_TEXT)):
+        if _TRACEBACK.match(stripped) or (stripped.endswith(_TRACEBACK_TEXT) and _BAR.match(line)):
             in_traceback = number
             continue
         if _PROGRESS.match(stripped):
