@@ -86,12 +86,22 @@ class Problem:
 
 @dataclass
 class InputFile:
-    """One file under LOGS: what it was recognised as and what could not be read from it."""
+    """One file under LOGS: what it was recognised as and what could not be read from it.
+
+    A line-based file accounts for each of its lines (docs/formats.md says what each format counts):
+    records + skipped + blank + header == lines, and for a text log text_lines + blank == lines
+    (its records are the messages found in those lines, not lines). A line is what ends in "\\n",
+    and a last line without one.
+    """
 
     path: str
     format: str | None
     records: int = 0
     skipped: int = 0
+    lines: int | None = None  # lines in the file; None when it is not line-based or not read as text
+    blank: int = 0  # lines that carry nothing by the format's definition: empty, whitespace only
+    header: int = 0  # a CSV's header row
+    text_lines: int = 0  # a text log's lines that are not blank: each is read as text
     problems: list[Problem] = field(default_factory=list)
     problems_not_shown: int = 0
     cut_off: bool = False  # the file ends mid-record: its writer was stopped

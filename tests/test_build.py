@@ -76,6 +76,20 @@ def test_cut_off_line_of_the_killed_run_is_reported_with_file_and_line(report):
     assert damaged["problems"][0]["line"] == len((SAMPLE_LOGS / damaged["path"]).read_bytes().split(b"\n"))
 
 
+def test_every_line_of_the_sample_logs_is_accounted_for_in_report_json_and_on_the_inputs_page(sample_site, report):
+    counted = [i for i in report["inputs"] if i["lines"] is not None]
+    assert {i["format"] for i in counted} == {"reportgen-events", "checkpoint-bench", "text-log"}
+    for entry in counted:
+        data = (SAMPLE_LOGS / entry["path"]).read_bytes()
+        assert entry["lines"] == data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0), entry["path"]
+        read = entry["text_lines"] if entry["format"] == "text-log" else entry["records"]
+        assert read + entry["skipped"] + entry["blank"] + entry["header"] == entry["lines"], entry["path"]
+    bench = next(i for i in report["inputs"] if i["path"] == "campaign/checkpoint-bench.csv")
+    assert (bench["header"], bench["records"]) == (1, bench["lines"] - 1)
+    page = (sample_site / "inputs.html").read_text(encoding="utf-8")
+    assert "<th>Lines</th>" in page and "1 header" in page and "lines of text" in page
+
+
 def test_unknowns_are_null_never_zero(report):
     costs = report["costs"]
     assert costs["confirmed_total"] == 47.14

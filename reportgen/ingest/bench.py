@@ -23,7 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.bounded import load_json
-from reportgen.ingest.common import Reading, csv_lines, decode_text, duration_problem
+from reportgen.ingest.common import (
+    Reading,
+    csv_lines,
+    decode_text,
+    duration_problem,
+    text_lines,
+)
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
 FORMAT = "checkpoint-bench"
@@ -51,13 +57,16 @@ def sniff(head: bytes) -> bool:
 
 
 def read(path: Path, rel: str) -> Reading:
+    """Every record of one benchmark file; each line is a record, skipped (reported), blank, or the CSV header."""
     info = InputFile(path=rel, format=FORMAT)
     reading = Reading(inputs=[info])
     text = decode_text(path.read_bytes())
     if text is None:
         info.problem(None, "not UTF-8 text; a checkpoint benchmark file is JSONL or CSV")
         return reading
-    records = list(_json_lines(text, info) if text.lstrip().startswith("{") else _csv_rows(text, info))
+    lines = text_lines(text)
+    info.lines = len(lines)
+    records = list(_json_lines(text, lines, info) if text.lstrip().startswith("{") else _csv_rows(text, info))
     saves: dict[str, tuple[str | None, str | None]] = {}
     for line, record in records:
         if record.get("operation") == "save" and isinstance(record.get("checkpoint"), str):
@@ -73,10 +82,10 @@ def read(path: Path, rel: str) -> Reading:
     return reading
 
 
-def _json_lines(text: str, info: InputFile):
-    lines = text.split("\n")
+def _json_lines(text: str, lines: list[str], info: InputFile):
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
+            info.blank += 1
             continue
         try:
             record = load_json(raw)
@@ -93,19 +102,22 @@ def _json_lines(text: str, info: InputFile):
 
 
 def _csv_rows(text: str, info: InputFile):
+    """The rows after the header (the first row that is not blank); a row with no value in any cell is blank."""
     header: list[str] | None = None
     for line, row in csv_lines(text):
-        if row is None:  # a stray quote or carriage return: that row only
-            info.problem(line, "not a CSV row (a quote opened and not closed on its line); row skipped")
+        if isinstance(row, str):  # a stray quote or carriage return: that row only
+            info.problem(line, f"not a CSV row ({row}); row skipped")
             info.skipped += 1
+            continue
+        if not any(cell.strip() for cell in row):
+            info.blank += 1
             continue
         if header is None:
             header = [c.strip().lower() for c in row]
+            info.header = 1
             unknown = [c for c in header if c not in FIELDS]
             if unknown:
                 info.problem(line, f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
-            continue
-        if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
             info.problem(line, f"{len(row)} cells where the header has {len(header)}; row skipped")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -106,30 +105,42 @@ def from_epoch(seconds: float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def csv_lines(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | None]]:
+def text_lines(text: str) -> list[str]:
+    """The lines of a text as reportgen numbers them: what ends in "\n", and a last line without one.
+    A line keeps the "\r" of a "\r\n" end; a "\r" alone ends no line (a progress bar redrawn)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the end of the last line, not a line of its own
+    return lines
+
+
+UNCLOSED_QUOTE = "a quote opened and not closed on its line"
+STRAY_RETURN = "a carriage return inside the row"
+
+
+def csv_lines(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | str]]:
     """(line number, cells) of every line of a CSV log written one row per line (CSVLogger, benchmark
-    records). A line whose quote is not closed on it, or that the csv module refuses, is
-    (line, None): a damaged row, which never swallows the lines after it."""
+    records), numbered as text_lines numbers them. A line whose quote is not closed on it, or that
+    the csv module refuses, is (line, why it is no row): a damaged row, which never swallows the
+    lines after it."""
+    lines = text_lines(text)
     if '"' not in text:
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-        while True:
+        reader = csv.reader(lines, delimiter=delimiter)  # no quotes: one line is one row
+        for number in range(1, len(lines) + 1):
             try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error:  # a stray carriage return: that row only
-                yield reader.line_num, None
-                continue
-            yield reader.line_num, row
-    for number, line in enumerate(text.split("\n"), start=1):
+                yield number, next(reader)
+            except csv.Error:
+                yield number, STRAY_RETURN
+        return
+    for number, line in enumerate(lines, start=1):
         line = line.removesuffix("\r")
         if line.count('"') % 2:
-            yield number, None
+            yield number, UNCLOSED_QUOTE
             continue
         try:
             yield number, next(csv.reader([line], delimiter=delimiter), [])
         except csv.Error:
-            yield number, None
+            yield number, STRAY_RETURN
 
 
 def decode_text(raw: bytes) -> str | None:

@@ -19,6 +19,7 @@ from reportgen.ingest.common import (
     decode_text,
     read_mapping,
     row_kind,
+    text_lines,
 )
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
@@ -40,26 +41,34 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
     if text is None:
         info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
         return info, rows, evals
-    reader = csv_lines(text)
-    _first, header = next(reader, (1, []))
-    if not header or "step" not in header:
-        if header is not None and text.strip():
-            info.problem(1, "no 'step' column in the header")
-        elif header is None:
-            info.problem(1, "the header is not a CSV row (a quote opened and not closed)")
-        return info, rows, evals
-    step_at = header.index("step")
+    lines = text_lines(text)
+    info.lines = len(lines)
     unterminated = not text.endswith("\n")
-    total = text.count("\n") + (1 if unterminated else 0)
+    reader = csv_lines(text)
+    header: list[str] | None = None
     for line, cells in reader:
-        if cells is None:
-            info.problem(line, "not a CSV row (a quote opened and not closed on its line); row skipped")
+        if _blank(cells):
+            info.blank += 1
+            continue
+        if header is None:  # the first line that is not blank
+            info.header = 1
+            if isinstance(cells, str) or "step" not in cells:
+                rest = [c for _line, c in reader]
+                blank = sum(1 for c in rest if _blank(c))
+                info.blank += blank
+                info.skipped = len(rest) - blank
+                why = f"the header is not a CSV row ({cells})" if isinstance(cells, str) else "no 'step' column in the header"
+                info.problem(line, why + (f"; the {info.skipped} rows below it are not read" if info.skipped else ""))
+                return info, rows, evals
+            header = cells
+            step_at = header.index("step")
+            continue
+        if isinstance(cells, str):
+            info.problem(line, f"not a CSV row ({cells}); row skipped")
             info.skipped += 1
             continue
-        if not cells:
-            continue
         if len(cells) != len(header):
-            cut = unterminated and line == total
+            cut = unterminated and line == len(lines)
             info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
                          + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
             info.skipped += 1
@@ -88,6 +97,11 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
         if kind == "eval":
             evals.append((step, Evidence(rel, line), {k: values[k] for k in logged}))
     return info, rows, evals
+
+
+def _blank(cells: list[str] | str) -> bool:
+    """An empty line, or spaces only (a row of empty cells is no blank line: it is a row without a step)."""
+    return isinstance(cells, list) and len(cells) <= 1 and not "".join(cells).strip()
 
 
 def read_hparams(path: Path, rel: str) -> tuple[InputFile, dict]:

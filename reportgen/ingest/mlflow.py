@@ -35,6 +35,7 @@ from reportgen.ingest.common import (
     is_number,
     read_mapping,
     row_kind,
+    text_lines,
 )
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
@@ -213,9 +214,11 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
         if text is None:
             info.problem(None, "not UTF-8 text; an MLflow metric file holds 'timestamp value step' lines")
             continue
-        lines = text.split("\n")
+        lines = text_lines(text)
+        info.lines = len(lines)
         for number, line in enumerate(lines, start=1):
             if not line.strip():
+                info.blank += 1
                 continue
             parts = line.split()
             try:

@@ -95,6 +95,7 @@ class _Piece:
     lines: list[tuple[int, bytes]] = field(default_factory=list)  # read one by one afterwards
     problems: list[tuple[int, str]] = field(default_factory=list)
     skipped: int = 0
+    blank: int = 0  # empty lines pyarrow passed over
 
 
 class _Lines:
@@ -192,12 +193,14 @@ def read(path: Path, rel: str) -> NativeLog:
         for rel_line, message in piece.problems:
             out.info.problem(line_no + rel_line, message)
         out.info.skipped += piece.skipped
+        out.info.blank += piece.blank
         for rel_line, raw in piece.lines:
             _read_line(raw, line_no + rel_line, out)
         line_no += piece.newlines
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line. It is read on its own.
         _read_line(buf[body:], line_no, out, unterminated=True)
+    out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
     out.flush_rows()
     metrics = _to_frame(out.tables, rel)
     out.info.records = len(metrics) + sum(1 for e in out.events if not isinstance(e, Evaluation))
@@ -331,6 +334,7 @@ def _parse_piece(buf: bytes, lines: _Lines, start: int, end: int, first: int, pi
         _parse_piece(buf, lines, middle, end, first + lines.count(start, middle), piece, hints)
         return
     line_index, starts = rows
+    piece.blank += newlines - table.num_rows
     types = table.column("type")
     is_metric = pc.fill_null(pc.equal(types, "metric"), False).to_numpy(zero_copy_only=False)
     if not is_metric.all():
@@ -575,6 +579,7 @@ def _decode(raw: bytes, unterminated: bool) -> dict:
 def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = False) -> None:
     """The careful path for one line: a bad line is reported and skipped, never raised."""
     if not raw.strip():
+        out.info.blank += 1
         return
     try:
         event = _event(_decode(raw, unterminated), line, out.info)

@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
-from reportgen.ingest.common import decode_text
+from reportgen.ingest.common import decode_text, text_lines
 from reportgen.model import Evidence, InputFile, LogMessage
 
 FORMAT = "text-log"
@@ -137,6 +137,11 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     if text is None:
         text = raw.decode("utf-8", errors="replace")
         info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
+    # Every line is read as text; the messages (records) are found in them.
+    lines = text_lines(text)
+    info.lines = len(lines)
+    info.blank = sum(1 for line in lines if not line.strip())
+    info.text_lines = info.lines - info.blank
     messages: list[LogMessage] = []
     session = 0
     seen_session_line = False

@@ -71,6 +71,10 @@ def inputs_json(campaign: Campaign) -> list[dict]:
             "format": info.format,
             "records": info.records,
             "skipped": info.skipped,
+            "lines": info.lines,
+            "blank": info.blank,
+            "header": info.header,
+            "text_lines": info.text_lines,
             "problems": [{"line": p.line, "message": p.message} for p in info.problems],
             "problems_not_shown": info.problems_not_shown,
         }
