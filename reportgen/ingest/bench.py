@@ -89,9 +89,9 @@ def _json_lines(text: str, lines: list[str], info: InputFile):
             continue
         try:
             record = load_json(raw)
-        except ValueError as exc:
+        except ValueError as exc:  # TooComplex (nested too deep) has no msg
             cut = number == len(lines) and not text.endswith("\n")
-            info.problem(number, "the last line is cut off" if cut else f"not JSON ({exc.msg}); line skipped")
+            info.problem(number, "the last line is cut off" if cut else f"not JSON ({getattr(exc, 'msg', exc)}); line skipped")
             info.skipped += 1
             continue
         if not isinstance(record, dict):

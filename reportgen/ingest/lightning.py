@@ -73,10 +73,9 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
                          + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
             info.skipped += 1
             continue
-        try:
-            step = int(float(cells[step_at]))
-        except ValueError:
-            info.problem(line, f"step: {cells[step_at]!r} is not a number; row skipped")
+        step = _step(cells[step_at])
+        if step is None:
+            info.problem(line, f"step: {cells[step_at]!r} is not a step count; row skipped")
             info.skipped += 1
             continue
         values = {}
@@ -102,6 +101,16 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
 def _blank(cells: list[str] | str) -> bool:
     """An empty line, or spaces only (a row of empty cells is no blank line: it is a row without a step)."""
     return isinstance(cells, list) and len(cells) <= 1 and not "".join(cells).strip()
+
+
+def _step(cell: str) -> int | None:
+    """A step as CSVLogger writes it ("40"); None for what is no step ("x", "nan", "inf", or past the
+    64-bit integers the metrics frame keeps steps in)."""
+    try:
+        step = int(float(cell))
+    except (ValueError, OverflowError):
+        return None
+    return step if abs(step) < 1 << 63 else None
 
 
 def read_hparams(path: Path, rel: str) -> tuple[InputFile, dict]:

@@ -56,6 +56,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[ManifestEntry]]:
     data = read_mapping(path, info, "a deliverables manifest holds a mapping with a `deliverables` list")
     if data is None:
         return info, []
+    info.records = 0  # a manifest's records are its entries, not the mapping that holds them
     items = data.get("deliverables")
     if not isinstance(items, list):
         info.problem(1, "`deliverables` must be a list of entries")

@@ -224,7 +224,7 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
             try:
                 ts, value = int(parts[0]), float(parts[1])
                 step = int(parts[2]) if len(parts) > 2 else 0
-                if len(parts) > 3:
+                if len(parts) > 3 or abs(step) >= 1 << 63:  # steps are 64-bit integers
                     raise ValueError
             except (ValueError, IndexError):
                 cut = number == len(lines) and not text.endswith("\n")
@@ -232,7 +232,7 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
                              + ("; the last line is cut off" if cut else ""))
                 info.skipped += 1
                 continue
-            at = from_epoch(ts / 1000)
+            at = from_epoch(ts / 1000) if abs(ts) < 1 << 63 else None  # MLflow keeps 64-bit milliseconds
             rows.add(run_id, row_kind([key]), step, number, at, {key: value})
             info.records += 1
             reading.events += _eval_event(run_id, step, at, Evidence(rel, number), {key: value})

@@ -4,8 +4,9 @@ Built for logs of millions of lines. The file is cut into chunks at line ends an
 are parsed in parallel by pyarrow's JSON reader; `metric` lines, the bulk of any log, stay
 columnar from there to the final frame. The rare events (run start/end, eval, checkpoints,
 stops, steps, decisions) are re-read one by one with the standard library, so their fields
-stay exactly as written. Lines that do not start with `{` never reach pyarrow.
-A piece pyarrow rejects (a damaged line, bad UTF-8, a value whose type changes) is re-parsed
+stay exactly as written. Lines that do not start with `{`, and lines that are not UTF-8 (pyarrow
+does not check its strings), never reach pyarrow.
+A piece pyarrow rejects (a damaged line, a value whose type changes) is re-parsed
 around the row its error names, or halved, until the damaged lines are isolated and read one by
 one: each bad line is counted and reported with its number, and every good line is still kept,
 at close to the speed of an undamaged file.
@@ -260,17 +261,41 @@ def _crowded(buf: bytes, starts: np.ndarray, ends: np.ndarray, start: int, end: 
     return np.flatnonzero(counts > MAX_OPEN_BRACKETS)
 
 
+def _not_utf8(buf: bytes, starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Indices of the chunk's lines that are not UTF-8. pyarrow's reader does not check strings: it
+    takes such a line, and the table it gives fails later, outside any parse (a run id or a metric
+    name that cannot be given back as text)."""
+    high = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8)[start:end] >= 0x80)
+    if not high.size:
+        return np.empty(0, np.int64)
+    try:
+        codecs.decode(memoryview(buf)[start:end], "utf-8")
+        return np.empty(0, np.int64)
+    except UnicodeDecodeError:
+        pass
+    line_ends = ends[np.searchsorted(ends, start) : np.searchsorted(ends, end)]
+    bad = []
+    for index in np.unique(np.searchsorted(line_ends, high + start)):
+        try:
+            codecs.decode(memoryview(buf)[int(starts[index]) : int(line_ends[index])], "utf-8")
+        except UnicodeDecodeError:
+            bad.append(index)
+    return np.asarray(bad, dtype=np.int64)
+
+
 def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
-    """Parse one chunk. Lines that do not start with `{` cannot be events, and lines crowded with
-    brackets may nest deeper than pyarrow survives: both are set aside for the careful path
-    before pyarrow sees them (its reader crashes on such lines, e.g. a bare `null` at the start
-    of a block, or a value nested 2,500 levels deep)."""
+    """Parse one chunk. Lines that do not start with `{` cannot be events, lines crowded with
+    brackets may nest deeper than pyarrow survives, and lines that are not UTF-8 pyarrow takes
+    without a word: all are set aside for the careful path before pyarrow sees them (its reader
+    crashes on such lines, e.g. a bare `null` at the start of a block, or a value nested 2,500
+    levels deep)."""
     lines = _Lines(buf, start, end)
     piece = _Piece(newlines=len(lines.ends))
     starts = lines.starts(start, end)
     first_bytes = np.frombuffer(buf, dtype=np.uint8)[starts]
     odd = np.flatnonzero((first_bytes != ord("{")) & (first_bytes != 10))
     odd = np.union1d(odd, _crowded(buf, starts, lines.ends, start, end))
+    odd = np.union1d(odd, _not_utf8(buf, starts, lines.ends, start, end))
     cur, line = start, 0
     for index in odd:
         begin = int(starts[index])
@@ -400,7 +425,7 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
     for child_field, child in zip(struct.type, struct.flatten(), strict=True):
         numeric = pa.types.is_integer(child_field.type) or pa.types.is_floating(child_field.type)
         if numeric and child_field.name not in METRIC_FRAME_COLUMNS:
-            columns[child_field.name] = child.cast(pa.float64())
+            columns[child_field.name] = child.cast(pa.float64(), safe=False)  # past 2**53: the nearest float
             continue
         # Reported once per metric, at its first line, with the count of values ignored.
         present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
@@ -478,6 +503,8 @@ def _event(record: dict, line: int, info: InputFile):
     at = _parse_time(record.get("ts"))
     evidence = Evidence(info.path, line)
     step = _opt(record, "step", (int,), "an integer")
+    if step is not None and abs(step) >= 1 << 63:  # the metrics frame keeps steps in 64 bits
+        raise _BadRecord(f"'step' {step} is past any step (64-bit integers)")
     run = _req_str(record, "run") if kind in RUN_EVENTS or kind == "metric" else _opt(record, "run", (str,), "a string")
     if kind in ("metric", "eval"):
         if step is None:

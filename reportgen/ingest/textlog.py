@@ -25,6 +25,7 @@ names, and whether it shows training steps.
 from __future__ import annotations
 
 import ast
+import codecs
 import math
 import re
 from dataclasses import dataclass, field
@@ -135,7 +136,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     raw = path.read_bytes()
     text = decode_text(raw)
     if text is None:
-        text = raw.decode("utf-8", errors="replace")
+        text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
         info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
     # Every line is read as text; the messages (records) are found in them.
     lines = text_lines(text)
