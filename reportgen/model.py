@@ -95,6 +95,7 @@ class InputFile:
     problems: list[Problem] = field(default_factory=list)
     problems_not_shown: int = 0
     cut_off: bool = False  # the file ends mid-record: its writer was stopped
+    notes: list[str] = field(default_factory=list)  # how the file was read, when that is worth knowing
 
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""

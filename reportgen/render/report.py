@@ -73,6 +73,7 @@ def inputs_json(campaign: Campaign) -> list[dict]:
             "skipped": info.skipped,
             "problems": [{"line": p.line, "message": p.message} for p in info.problems],
             "problems_not_shown": info.problems_not_shown,
+            "notes": info.notes,
         }
         for info in campaign.inputs  # ingest keeps them in path order
     ]
