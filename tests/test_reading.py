@@ -22,6 +22,7 @@ from reportgen import cli as cli_module
 from reportgen.boundary import NotRegular, open_file, read_file, refusal
 from reportgen.cli import cli
 from reportgen.ingest import bench, common, hf, ingest, native, tensorboard, textlog
+from reportgen.model import MAX_PROBLEMS_PER_FILE
 
 SAMPLE = Path(__file__).parent.parent / "sample_logs"
 FORMATS = Path(__file__).parent / "fixtures" / "formats"
@@ -308,3 +309,59 @@ def test_a_plan_that_is_a_pipe_or_a_folder_is_refused_without_waiting(tmp_path):
     assert result.exit_code == 1 and "not a regular file" in result.output
     result = CliRunner().invoke(cli, ["check", str(tmp_path)])
     assert result.exit_code == 1 and "is a folder" in result.output
+
+
+# --- long damaged logs are read fast, and nothing is lost on the way --------------------------
+
+def test_a_log_of_thousands_of_damaged_lines_counts_each_and_reads_every_event_among_them(tmp_path):
+    """Past the problems shown, damaged lines are counted without parsing them; a valid event that
+    the fast paths set aside (it starts with blanks) is still read."""
+    rows, junk = [], 0
+    for step in range(1, 3001):
+        rows.append(metric(step) if step % 7 else "   " + metric(step))  # every 7th indented: set aside, valid
+        rows.append("x" * 50 if step % 3 else "[1, 2]")  # junk, and JSON that is no object
+        junk += 1
+    log = native.read(_write(tmp_path / "events.jsonl", "\n".join(rows) + "\n"), "events.jsonl")
+    assert log.input.records == 3000 and sorted(log.metrics["step"]) == list(range(1, 3001))
+    assert log.input.skipped == junk
+    assert len(log.input.problems) == MAX_PROBLEMS_PER_FILE
+    assert len(log.input.problems) + log.input.problems_not_shown == junk
+    assert [p.line for p in log.input.problems] == sorted(p.line for p in log.input.problems)
+    assert log.input.problems[0].line == 2
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+MESSAGE_LINES = [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    "Killed", "srun: error: node1: task 0: Killed by signal 9", "process exited with exit code 137",
+    "received SIGKILL", "{'loss': nan, 'grad_norm': nan, 'learning_rate': 0.0001, 'epoch': 0.5}",
+    "step 40 loss=inf", "grad norm is not finite at step 12",
+    "Token indices sequence length is longer than the specified maximum sequence length for this model (600 > 512)",
+    "Truncation was not explicitly activated but `max_length` is provided",
+    "`Trainer.fit` stopped: `max_steps=50` reached.",
+    "Training completed. Do not forget to share your model on huggingface.co/models =)",
+    "Monitored metric val_loss did not improve in the last 3 records. Best score: 0.512. Signaling Trainer to stop.",
+    "Restoring states from the checkpoint path at runs/a/checkpoints/epoch=0-step=20.ckpt",
+    "Continuing training from checkpoint, will skip to saved global_step",
+    "Loading model from out/checkpoint-20.",
+]
+
+
+def test_the_message_words_let_through_every_line_a_message_pattern_finds():
+    """_may_say is a filter before the message patterns: it may pass a line none of them find, never
+    drop one they would find. Checked on one line of each message and on every line of the text fixtures."""
+    patterns = [textlog._OOM, textlog._KILLED, textlog._NON_FINITE, textlog._TOO_LONG, textlog._TRUNCATION,
+                textlog._FIT_DONE, textlog._EARLY_STOP, textlog._RESTORE]
+    lines = list(MESSAGE_LINES)
+    for path in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*")):
+        if path.is_file() and path.suffix in (".log", ".txt") and path.stat().st_size < 5 << 20:
+            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    found = [line for line in lines if any(p.search(line.strip()) or p.match(line.strip()) for p in patterns)]
+    assert len(found) >= len(MESSAGE_LINES)
+    assert [line for line in found if not textlog._may_say(line.strip().lower())] == []
+    assert not textlog._may_say("step 1200/3000 lr=0.0001 tokens/s=5321")  # counter-example: an ordinary line
