@@ -90,6 +90,7 @@ class Read:
 
     data: bytes
     size: int
+    budget: int
 
     @property
     def whole(self) -> bool:
@@ -99,6 +100,9 @@ class Read:
         """What the reader must say when the file was larger than its budget (None when read whole)."""
         if self.whole:
             return None
+        if not self.data:
+            return (f"its first line is longer than reportgen reads for one file of this kind ({size(self.size)} "
+                    f"and no line end in the first {size(self.budget)}); not read")
         return (f"only the first {size(len(self.data))} of {size(self.size)} were read "
                 f"(reportgen's budget for one file of this kind); the {what} after that are not read")
 
@@ -115,8 +119,8 @@ def read_file(path: Path, budget: int, whole_lines: bool = False) -> Read:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(budget + 1)
     if len(data) <= budget:
-        return Read(data, max(size, len(data)))
+        return Read(data, max(size, len(data)), budget)
     data = data[:budget]
     if whole_lines:
         data = data[: data.rfind(b"\n") + 1]
-    return Read(data, max(size, budget + 1))
+    return Read(data, max(size, budget + 1), budget)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 MAX_PROBLEMS_PER_FILE = 200
+MAX_PROBLEM_CHARS = 500  # a message quotes what it found; a value of megabytes is quoted by its start
 
 # Columns every metrics frame has; every other column is one metric (float64, NaN kept).
 METRIC_FRAME_COLUMNS = ("path", "line", "run", "kind", "step", "ts")
@@ -100,6 +101,8 @@ class InputFile:
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""
         if len(self.problems) < MAX_PROBLEMS_PER_FILE:
+            if len(message) > MAX_PROBLEM_CHARS:
+                message = f"{message[:MAX_PROBLEM_CHARS]} … ({len(message) - MAX_PROBLEM_CHARS:,} more characters)"
             self.problems.append(Problem(line, message))
         else:
             self.problems_not_shown += 1

@@ -365,3 +365,21 @@ def test_the_message_words_let_through_every_line_a_message_pattern_finds():
     assert len(found) >= len(MESSAGE_LINES)
     assert [line for line in found if not textlog._may_say(line.strip().lower())] == []
     assert not textlog._may_say("step 1200/3000 lr=0.0001 tokens/s=5321")  # counter-example: an ordinary line
+
+
+def test_a_line_longer_than_the_budget_is_named_and_not_read(tmp_path, monkeypatch):
+    path = _write(tmp_path / "train.log", "x" * 5000)
+    monkeypatch.setattr(textlog, "TEXT_BUDGET", 1000)
+    info, messages, _sessions = textlog.read(path, "train.log")
+    assert [p.message for p in info.problems] == [
+        "its first line is longer than reportgen reads for one file of this kind (5,000 bytes and no line end in "
+        "the first 1,000 bytes); not read"]
+    assert messages == [] and not info.cut_off
+
+
+def test_a_problem_quotes_a_huge_value_by_its_start(tmp_path):
+    huge = "9" * 100_000
+    path = _write(tmp_path / "events.jsonl", json.dumps({"ts": huge, "type": "metric", "run": "r1", "step": 1,
+                                                         "metrics": {"loss": 1.0}}) + "\n")
+    [problem] = native.read(path, "events.jsonl").input.problems
+    assert len(problem.message) < 600 and problem.message.endswith("more characters)")
