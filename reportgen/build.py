@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
-from reportgen.ingest import Progress, excerpts, ingest
+from reportgen.errors import during
+from reportgen.ingest import Progress, check_logs, excerpts, ingest
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.nextplan import next_plan
@@ -35,13 +36,18 @@ def build_time() -> datetime | None:
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Built:
     """Everything but the writing: shared by `build` and `note`."""
-    current = load_plan(plan_path)
-    frozen = read_freeze(logs) if logs.is_dir() else None
+    with during(f"reading the plan {plan_path}"):
+        current = load_plan(plan_path)
+    check_logs(logs)
+    with during(f"reading the frozen plan in {logs}"):
+        frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
     campaign = ingest(logs, exclude={plan_path}, progress=progress)
     checks = check_deliverables(reference.plan, logs, campaign)
-    analysis = analyse(reference.plan, campaign, checks)
-    report = build_report(analysis, current, frozen, build_time())
+    with during("analysing the campaign"):
+        analysis = analyse(reference.plan, campaign, checks)
+    with during("making report.json"):
+        report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
 
 
@@ -59,8 +65,12 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     writer = SiteWriter(out)
     try:
         reference = built.frozen.plan if built.frozen else built.plan
+        with during("drawing the run charts"):
+            figures = run_charts(built.analysis)
+        with during("writing the next campaign's plan"):
+            proposed = next_plan(reference, built.report)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
-                   run_figures=run_charts(built.analysis), next_plan=next_plan(reference, built.report))
+                   run_figures=figures, next_plan=proposed)
         writer.commit()
     except BaseException:
         writer.abort()

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from reportgen import __version__
-from reportgen.errors import ReportgenError
+from reportgen.errors import ReportgenError, where
 
 EXAMPLE_PLAN = "example-plan.yaml"
 
@@ -33,8 +33,8 @@ class Progress:
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
-logs_argument = click.argument("logs", type=click.Path(path_type=Path))
-plan_argument = click.argument("plan", type=click.Path(path_type=Path))
+logs_argument = click.argument("logs", type=click.Path(path_type=Path, readable=False))  # reportgen says what is wrong (exit 1)
+plan_argument = click.argument("plan", type=click.Path(path_type=Path, readable=False))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -251,5 +251,6 @@ def main() -> None:
     except Exception as exc:  # a bug, not bad input: keep the message, hide the traceback unless asked
         if os.environ.get("REPORTGEN_DEBUG"):
             raise
-        click.echo(f"reportgen: internal error: {type(exc).__name__}: {exc} (set REPORTGEN_DEBUG=1 for details)", err=True)
+        click.echo(f"reportgen: internal error{where(exc)}: {type(exc).__name__}: {exc} (a bug in reportgen; please report it "
+                   "with the file named; set REPORTGEN_DEBUG=1 for details)", err=True)
         sys.exit(70)

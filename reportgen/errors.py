@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import click
 
 
@@ -35,3 +38,23 @@ class InputError(ReportgenError):
 
 class BuildError(ReportgenError):
     """The site cannot be written where asked (overlaps the inputs, not a site folder)."""
+
+
+@contextmanager
+def during(what: str) -> Iterator[None]:
+    """Mark what reportgen is doing ("reading logs/train.log", "writing runs/r1.html"): a failure that is
+    not the user's (a bug, exit 70) then says where it happened. The innermost mark wins."""
+    try:
+        yield
+    except ReportgenError:
+        raise
+    except Exception as exc:
+        if not hasattr(exc, "reportgen_during"):
+            exc.reportgen_during = what  # type: ignore[attr-defined]
+        raise
+
+
+def where(exc: BaseException) -> str:
+    """" while <what reportgen was doing>" for a failure marked by `during`, else ""."""
+    what = getattr(exc, "reportgen_during", None)
+    return f" while {what}" if what else ""

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 MAX_PROBLEMS_PER_FILE = 200
+MAX_PROBLEM_CHARS = 500  # a message quotes what it found; a value of megabytes is quoted by its start
 
 # Columns every metrics frame has; every other column is one metric (float64, NaN kept).
 METRIC_FRAME_COLUMNS = ("path", "line", "run", "kind", "step", "ts")
@@ -98,17 +99,20 @@ class InputFile:
     format: str | None
     records: int = 0
     skipped: int = 0
-    lines: int | None = None  # lines in the file; None when it is not line-based or not read as text
+    lines: int | None = None  # lines read (all, or up to the read budget); None: not line-based, or not text
     blank: int = 0  # lines that carry nothing by the format's definition: empty, whitespace only
     header: int = 0  # a CSV's header row
     text_lines: int = 0  # a text log's lines that are not blank: each is read as text
     problems: list[Problem] = field(default_factory=list)
     problems_not_shown: int = 0
     cut_off: bool = False  # the file ends mid-record: its writer was stopped
+    notes: list[str] = field(default_factory=list)  # how the file was read, when that is worth knowing
 
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""
         if len(self.problems) < MAX_PROBLEMS_PER_FILE:
+            if len(message) > MAX_PROBLEM_CHARS:
+                message = f"{message[:MAX_PROBLEM_CHARS]} … ({len(message) - MAX_PROBLEM_CHARS:,} more characters)"
             self.problems.append(Problem(line, message))
         else:
             self.problems_not_shown += 1

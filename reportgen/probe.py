@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reportgen.boundary import open_file, read_file
 from reportgen.bounded import load_json
 from reportgen.ingest.torchfile import MAX_PICKLE_BYTES, UnreadablePickle, scan
 from reportgen.lfs import lfs_pointer
@@ -69,7 +70,7 @@ class Invalid(ValueError):
 
 def check_safetensors(path: Path) -> str:
     size = path.stat().st_size
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         head = handle.read(8)
         if len(head) < 8:
             raise Invalid(f"{size} bytes: too short for the 8-byte header length")
@@ -145,7 +146,7 @@ def check_pickle(data: bytes, where: str) -> tuple[str, list[str]]:
 
 def check_zip(path: Path) -> tuple[str, list[str]]:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_file(path) as handle, zipfile.ZipFile(handle) as archive:
             broken = archive.testzip()  # reads every member and checks its CRC
             if broken is not None:
                 raise Invalid(f"member {broken} fails its CRC check: damaged")
@@ -184,7 +185,7 @@ def _refused(message: str) -> str:
 def check_file(path: Path, rel: str, with_torch: bool) -> FileResult:
     start = time.perf_counter()
     size = path.stat().st_size
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         head = handle.read(1024)
     kind, notes = "other", []
     try:
@@ -201,10 +202,12 @@ def check_file(path: Path, rel: str, with_torch: bool) -> FileResult:
             kind = "pickle"
             if size > MAX_PICKLE_BYTES:
                 raise Invalid(f"{size:,} bytes: larger than reportgen walks; not checked")
-            reason, notes = check_pickle(path.read_bytes(), path.name)
+            reason, notes = check_pickle(read_file(path, MAX_PICKLE_BYTES).data, path.name)
         elif path.suffix == ".json":
             kind = "json"
-            load_json(path.read_bytes().decode("utf-8"))
+            if size > MAX_HEADER:
+                raise Invalid(f"{size:,} bytes: larger than reportgen parses as JSON; not checked")
+            load_json(read_file(path, MAX_HEADER).data.decode("utf-8"))
             reason = "parses as JSON"
         else:
             reason = "no format-level check for this file; its size was read"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,7 +18,9 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import yaml
 
+from reportgen.boundary import MB, inside, open_file, read_file
 from reportgen.bounded import TooComplex, load_json, load_yaml
+from reportgen.errors import during
 from reportgen.lfs import lfs_pointer
 from reportgen.model import Campaign, ManifestEntry
 from reportgen.plan.schema import Plan
@@ -81,19 +82,23 @@ def resolve(logs: Path, path: str) -> tuple[Path | None, list[str]]:
         reasons.append(f"{path} uses '..' to leave its folder: refused, not followed")
         return None, reasons
     target = logs / Path(*parts)
-    try:
-        inside = target.resolve().is_relative_to(logs.resolve())
-    except (OSError, RuntimeError):  # a link loop
-        inside = False
-    if not inside:
+    if not inside(logs, target):  # a link out of LOGS, or a link loop
         reasons.append(f"{path} is a link that leads out of LOGS: refused, not followed")
         return None, reasons
     return target, reasons
 
 
+def read_all(path: Path) -> bytes:
+    """A deliverable's bytes, through the reading boundary; Invalid when it is larger than reportgen parses."""
+    read = read_file(path, MAX_READ)
+    if not read.whole:
+        raise Invalid(f"{read.size / MB:,.0f} MB: larger than reportgen parses ({MAX_READ // MB} MB)")
+    return read.data
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -101,7 +106,7 @@ def _sha256(path: Path) -> str:
 
 def reload_check(path: Path) -> str:
     """Read a file at format level; raise Invalid with the reason when it cannot be reloaded."""
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         head = handle.read(1024)
     pointer = lfs_pointer(head)
     if pointer is not None:  # before any format check: a pointer is never the file it stands for
@@ -116,7 +121,7 @@ def reload_check(path: Path) -> str:
         return "too large to parse here; hashed only"
     if suffix in (".json", ".jsonl", ".csv", ".yaml", ".yml", ".txt", ".ids", ".md", ".tsv"):
         try:
-            text = path.read_bytes().decode("utf-8")
+            text = read_all(path).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise Invalid(f"not UTF-8 text (byte {exc.start})") from None
         if suffix == ".json":
@@ -162,7 +167,7 @@ def _files(target: Path) -> list[Path]:
     for folder, _dirs, names in os.walk(target, followlinks=False):
         for name in names:
             path = Path(folder) / name
-            if path.is_file() and path.resolve().is_relative_to(root):
+            if path.is_file() and inside(root, path):
                 found.append(path)
     return sorted(found)
 
@@ -170,35 +175,39 @@ def _files(target: Path) -> list[Path]:
 def check_paths(logs: Path, entry: ManifestEntry) -> list[FileReport]:
     reports = []
     for path in entry.paths:
-        report = FileReport(path)
-        target, report.reasons = resolve(logs, path)
-        if target is None:
-            reports.append(report)
-            continue
-        if not target.exists():
-            report.reasons.append(f"{path} does not exist under LOGS")
-            reports.append(report)
-            continue
-        report.exists = True
-        files = _files(target)
-        report.bytes = sum(f.stat().st_size for f in files)
-        if not files:
-            report.reasons.append(f"{path} is an empty folder")
-        for file in files:
-            name = file.relative_to(logs).as_posix()
-            if file.stat().st_size == 0:
-                report.reasons.append(f"{name} is empty")
-                continue
-            try:
-                read = reload_check(file)
-            except (Invalid, OSError) as exc:
-                report.reasons.append(f"{name} cannot be reloaded: {exc}")
-                continue
-            report.reloadable = read if target.is_file() else f"{len(files)} files read at format level"
-        if target.is_file():
-            report.sha256 = _sha256(target)
-        reports.append(report)
+        with during(f"checking the deliverable file {path}"):
+            reports.append(_check_path(logs, path))
     return reports
+
+
+def _check_path(logs: Path, path: str) -> FileReport:
+    """One path of a manifest entry: inside LOGS, present, not empty, reloadable, hashed."""
+    report = FileReport(path)
+    target, report.reasons = resolve(logs, path)
+    if target is None:
+        return report
+    if not target.exists():
+        report.reasons.append(f"{path} does not exist under LOGS")
+        return report
+    report.exists = True
+    files = _files(target)
+    report.bytes = sum(f.stat().st_size for f in files)
+    if not files:
+        report.reasons.append(f"{path} is an empty folder")
+    for file in files:
+        name = file.relative_to(logs).as_posix()
+        if file.stat().st_size == 0:
+            report.reasons.append(f"{name} is empty")
+            continue
+        try:
+            read = reload_check(file)
+        except (Invalid, OSError) as exc:
+            report.reasons.append(f"{name} cannot be reloaded: {exc}")
+            continue
+        report.reloadable = read if target.is_file() else f"{len(files)} files read at format level"
+    if target.is_file():
+        report.sha256 = _sha256(target)
+    return report
 
 
 def _adapter(logs: Path, entry: ManifestEntry, files: list[FileReport]) -> list[str]:
@@ -216,9 +225,12 @@ def _adapter(logs: Path, entry: ManifestEntry, files: list[FileReport]) -> list[
         reasons.append(f"the adapter weights ({', '.join(w.name for w in weights)}) are Git LFS pointers, not the files")
     for config in configs[:1]:
         try:
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = load_json(read_all(config).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, OSError) as exc:
             reasons.append(f"{ADAPTER_CONFIG} is not JSON ({exc})")
+            continue
+        if not isinstance(data, dict):
+            reasons.append(f"{ADAPTER_CONFIG} holds no JSON object: the adapter cannot be loaded")
             continue
         base, revision = data.get("base_model_name_or_path"), data.get("revision")
         if not base:
@@ -231,7 +243,7 @@ def _adapter(logs: Path, entry: ManifestEntry, files: list[FileReport]) -> list[
 
 
 def _is_pointer(path: Path) -> bool:
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         return lfs_pointer(handle.read(1024)) is not None
 
 
@@ -241,7 +253,11 @@ def _id_file(logs: Path, path: str) -> tuple[list[str] | None, str | None]:
         return None, "; ".join(reasons)
     if not target.is_file():
         return None, f"the expected-ids file {path} does not exist under LOGS"
-    return [line.strip() for line in target.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()], None
+    try:
+        text = read_all(target).decode("utf-8", errors="replace")
+    except (Invalid, OSError) as exc:
+        return None, f"the expected-ids file {path} cannot be read: {exc}"
+    return [line.strip() for line in text.splitlines() if line.strip()], None
 
 
 def _prediction_ids(logs: Path, files: list[FileReport], field_name: str) -> tuple[list[str], list[str]]:
@@ -253,7 +269,11 @@ def _prediction_ids(logs: Path, files: list[FileReport], field_name: str) -> tup
         target = logs / Path(*PurePosixPath(report.path).parts)
         for file in _files(target):
             suffix = file.suffix.lower()
-            text = file.read_text(encoding="utf-8", errors="replace")
+            try:
+                text = read_all(file).decode("utf-8", errors="replace")
+            except (Invalid, OSError) as exc:
+                reasons.append(f"{file.relative_to(logs).as_posix()}: its ids cannot be read ({exc})")
+                continue
             rows: list = []
             if suffix == ".jsonl":
                 rows = [load_json(line) for line in text.split("\n") if line.strip()]

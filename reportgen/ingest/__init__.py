@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.errors import InputError
+from reportgen.boundary import inside, open_file, refusal, resolved
+from reportgen.errors import InputError, during
 from reportgen.ingest import bench, formats, identity
 from reportgen.ingest.identity import config_id
 from reportgen.model import (
@@ -62,7 +63,7 @@ def iter_files(root: Path) -> Iterator[tuple[Path, str | None]]:
         for name in names:
             path = here / name
             if path.is_symlink():
-                where = "inside" if _inside(root, path) else "outside"
+                where = "inside" if inside(root, path) else "outside"
                 yield path, f"a link to a folder {where} LOGS; not followed"
             elif not _utf8(name):
                 yield path, "its name is not valid UTF-8; not read"
@@ -75,20 +76,6 @@ def iter_files(root: Path) -> Iterator[tuple[Path, str | None]]:
             yield path, None if _utf8(name) else "its name is not valid UTF-8; not read"
     for error in errors:  # the last folders the walk could not list
         yield Path(error.filename or root), f"cannot be listed: {error.strerror or error}"
-
-
-def _inside(root: Path, path: Path) -> bool:
-    """Whether a path, every link resolved, lies in root (root itself resolved); a link loop does not."""
-    real = _resolved(path)
-    return real is not None and real.is_relative_to(root.resolve())
-
-
-def _resolved(path: Path) -> Path | None:
-    """The path with every link resolved; None for a link loop."""
-    try:
-        return path.resolve(strict=path.is_symlink())
-    except (OSError, RuntimeError):
-        return None
 
 
 def _utf8(name: str) -> bool:
@@ -104,12 +91,22 @@ def _printable(rel: str) -> str:
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def check_logs(logs: Path) -> None:
+    """LOGS is a folder reportgen can list; InputError (exit 1) saying what it is otherwise."""
+    try:
+        with os.scandir(logs):
+            pass
+    except FileNotFoundError:
+        raise InputError(f"{logs}: no such folder") from None
+    except NotADirectoryError:
+        raise InputError(f"{logs}: not a folder; LOGS is the campaign's log folder") from None
+    except OSError as exc:
+        raise InputError(f"{logs}: cannot be read: {exc.strerror or exc}") from None
+
+
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model; bad records become problems."""
-    if not logs.exists():
-        raise InputError(f"{logs}: no such folder")
-    if not logs.is_dir():
-        raise InputError(f"{logs}: not a folder; LOGS is the campaign's log folder")
+    check_logs(logs)
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
     campaign = Campaign(root=str(logs))
@@ -119,22 +116,21 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         if refused is not None:
             _unread(campaign, _printable(rel), refused)
             continue
-        if _resolved(path) in excluded:
+        if resolved(path) in excluded:
             continue
-        if not _inside(root, path):
-            _unread(campaign, rel, "a link to a file outside LOGS; not read" if _resolved(path) else "a link loop; not read")
-            continue
-        if not path.is_file():  # a pipe, socket or device would block or never end
-            _unread(campaign, rel, "not a regular file; not read")
+        refused = refusal(root, path)
+        if refused is not None:
+            _unread(campaign, rel, refused)
             continue
         try:
-            with path.open("rb") as handle:
+            with open_file(path) as handle:
                 head = handle.read(SNIFF_BYTES)
         except OSError as exc:
             _unread(campaign, rel, f"cannot be read: {exc.strerror}")
             continue
         found[rel] = (path, head)
-    scanned = formats.read_all(logs, found, progress)
+    with during(f"reading {logs}"):
+        scanned = formats.read_all(logs, found, progress)
     frames = []
     for reading in scanned.readings:
         campaign.inputs.extend(reading.inputs)
@@ -147,16 +143,20 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         metrics["run"] = metrics["run"].astype(str)
         campaign.metrics = metrics
     # Which sources are one run is decided before the runs are built, then what needs whole runs.
-    merged = identity.merge(campaign, scanned.sources, scanned.notes)
-    _set_apart(campaign, merged.containers, scanned.sources)
-    identity.rename(campaign, merged.renames, scanned.text_logs)
+    with during("deciding which files are one run"):
+        merged = identity.merge(campaign, scanned.sources, scanned.notes)
+        _set_apart(campaign, merged.containers, scanned.sources)
+        identity.rename(campaign, merged.renames, scanned.text_logs)
     campaign.problems.extend(merged.problems)
-    if len(campaign.metrics):
-        campaign.metrics = campaign.metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
-    _build_runs(campaign)
-    identity.link(campaign, merged, scanned.sources, scanned.text_logs)
-    _one_per_evaluation(campaign)
-    _time_evaluations(campaign)
+    with during("building the runs"):
+        if len(campaign.metrics):
+            campaign.metrics = campaign.metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
+        _build_runs(campaign)
+    with during("deciding which run continues which"):
+        identity.link(campaign, merged, scanned.sources, scanned.text_logs)
+    with during("matching evaluations to runs"):
+        _one_per_evaluation(campaign)
+        _time_evaluations(campaign)
     return campaign
 
 
@@ -412,36 +412,56 @@ def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
     out: dict[str, list[Excerpt]] = {}
     root = logs.resolve()
     for rel, lines in sorted(cited.items()):
-        wanted = sorted(n for n in lines if n and n > 0)
-        path = logs / rel
-        if not wanted or not path.is_file() or not path.resolve().is_relative_to(root):
-            continue
-        with path.open("rb") as handle:
-            if b"\x00" in handle.read(8192):
-                if campaign is not None:
-                    out[rel] = _records(rel, wanted, campaign)
-                continue
-        ranges: list[list[int]] = []
-        for n in wanted:
-            lo, hi = max(1, n - context), n + context
-            if ranges and lo <= ranges[-1][1] + 1:
-                ranges[-1][1] = hi
-            else:
-                ranges.append([lo, hi])
-        texts: dict[int, str] = {}
-        current = 0  # index of the first range not yet passed; line numbers only grow
-        with path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                while current < len(ranges) and number > ranges[current][1]:
-                    current += 1
-                if current == len(ranges):
-                    break
-                if number >= ranges[current][0]:
-                    text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                    texts[number] = text if len(text) <= MAX_EXCERPT_LINE else text[:MAX_EXCERPT_LINE] + " …"
-        out[rel] = [
-            Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi))
-            for lo, hi in ranges
-            if lo in texts
-        ]
+        with during(f"quoting {rel}"):
+            _quote(logs, root, rel, lines, context, campaign, out)
     return out
+
+
+def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, campaign: Campaign | None,
+           out: dict[str, list[Excerpt]]) -> None:
+    """The cited lines of one file, with `context` lines around them, into out[rel]."""
+    wanted = sorted(n for n in lines if n and n > 0)
+    path = logs / rel
+    if not wanted or refusal(root, path) is not None:
+        return
+    with open_file(path) as handle:
+        if b"\x00" in handle.read(8192):
+            if campaign is not None:
+                out[rel] = _records(rel, wanted, campaign)
+            return
+    ranges: list[list[int]] = []
+    for n in wanted:
+        lo, hi = max(1, n - context), n + context
+        if ranges and lo <= ranges[-1][1] + 1:
+            ranges[-1][1] = hi
+        else:
+            ranges.append([lo, hi])
+    texts: dict[int, str] = {}
+    current = 0  # index of the first range not yet passed; line numbers only grow
+    with open_file(path) as handle:
+        for number, raw in enumerate(_line_heads(handle), start=1):
+            while current < len(ranges) and number > ranges[current][1]:
+                current += 1
+            if current == len(ranges):
+                break
+            if number >= ranges[current][0]:
+                text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                texts[number] = text if len(text) <= MAX_EXCERPT_LINE else text[:MAX_EXCERPT_LINE] + " …"
+    out[rel] = [
+        Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi))
+        for lo, hi in ranges
+        if lo in texts
+    ]
+
+
+def _line_heads(handle) -> Iterator[bytes]:
+    """The first bytes of every line (enough to quote it): a line of hundreds of MB is never held whole."""
+    while True:
+        head = handle.readline(4 * MAX_EXCERPT_LINE)
+        if not head:
+            return
+        if not head.endswith(b"\n"):
+            rest = head
+            while rest and not rest.endswith(b"\n"):
+                rest = handle.readline(1 << 20)
+        yield head

@@ -19,15 +19,18 @@ reported with its line and skipped; the rest of the file is read.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from reportgen.bounded import load_json
 from reportgen.ingest.common import (
+    MAX_COUNT,
     Reading,
     csv_lines,
     decode_text,
     duration_problem,
+    log_time,
+    read_log,
     text_lines,
 )
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
@@ -60,7 +63,7 @@ def read(path: Path, rel: str) -> Reading:
     """Every record of one benchmark file; each line is a record, skipped (reported), blank, or the CSV header."""
     info = InputFile(path=rel, format=FORMAT)
     reading = Reading(inputs=[info])
-    text = decode_text(path.read_bytes())
+    text = decode_text(read_log(path, info, what="records"))
     if text is None:
         info.problem(None, "not UTF-8 text; a checkpoint benchmark file is JSONL or CSV")
         return reading
@@ -139,6 +142,8 @@ def _number(record: dict, key: str, integer: bool = False) -> float | None:
         number = int(value) if integer and not isinstance(value, float) else float(value)
     except (TypeError, ValueError):
         raise _Bad(f"'{key}' is not a number: {value!r}") from None
+    if integer and number > MAX_COUNT:
+        raise _Bad(f"'{key}' is larger than any count a checkpoint has: {str(value)[:40]}")
     if isinstance(value, bool) or not math.isfinite(number) or number < 0:
         raise _Bad(f"'{key}' must be a finite number, 0 or more: {value!r}")
     if integer and number != int(number):
@@ -159,13 +164,12 @@ def _flag(record: dict, key: str) -> bool | None:
 
 def _time(record: dict) -> datetime:
     value = record.get("time")
-    if not isinstance(value, str) or not value:
+    if value is None or value == "":
         raise _Bad("'time' is required (ISO 8601, when the operation ended)")
     try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        raise _Bad(f"'time' is not an ISO 8601 time: {value!r}") from None
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+        return log_time(value, "time")
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def _event(record: dict, evidence: Evidence, saves: dict[str, tuple[str | None, str | None]]) -> CheckpointOp | ReloadTest:

@@ -16,8 +16,36 @@ import pandas as pd
 import pyarrow as pa
 import yaml
 
+from reportgen.boundary import MB, read_file, size
 from reportgen.bounded import TooComplex, load_json, load_yaml
 from reportgen.model import InputFile
+
+# How much of one file is read. A log past its budget is read up to its last full line within it
+# and says so; a document (one JSON or YAML value) past its budget is not read at all.
+LOG_BUDGET = 512 * MB  # event logs: native JSONL, TensorBoard, checkpoint benchmarks, metrics.csv, MLflow metrics
+TEXT_BUDGET = 128 * MB  # captured console output
+DOCUMENT_BUDGET = 64 * MB  # trainer_state.json, hparams.yaml, adapter_config.json, manifests, MLflow meta.yaml
+
+
+def read_log(path: Path, info: InputFile, budget: int | None = None, what: str = "lines") -> bytes:
+    """A line-based file's bytes, its first `budget` bytes at most (whole lines; LOG_BUDGET by default);
+    past it, a problem says so."""
+    read = read_file(path, LOG_BUDGET if budget is None else budget, whole_lines=True)
+    note = read.budget_note(what)
+    if note:
+        info.problem(None, note)
+    return read.data
+
+
+def read_document(path: Path, info: InputFile, budget: int | None = None) -> bytes | None:
+    """A document's bytes; None, with a problem, when it is larger than a document is read (DOCUMENT_BUDGET
+    by default)."""
+    budget = DOCUMENT_BUDGET if budget is None else budget
+    read = read_file(path, budget)
+    if not read.whole:
+        info.problem(None, f"{size(read.size)}: larger than reportgen reads for one document ({size(budget)}); not read")
+        return None
+    return read.data
 
 
 @dataclass
@@ -98,9 +126,29 @@ def metric_frame(rel: str, line: Sequence[int | None], run: Sequence[str] | str,
     return frame
 
 
+MAX_COUNT = 10**15  # steps, items, bytes: larger is no count a campaign logged
+
+# Times no campaign logged at: a value outside is damage (and past the calendar's ends, a crash later).
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+EPOCH_END = LATEST.timestamp()
+
+
+def log_time(value: object, key: str) -> datetime:
+    """An ISO 8601 time of a log record (naive: UTC); ValueError with what is wrong, naming `key`."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"'{key}' must be an ISO 8601 time string, got {value!r}")
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"'{key}' is not an ISO 8601 time: {value!r}") from None
+    if not EARLIEST.year <= at.year < LATEST.year:
+        raise ValueError(f"'{key}' {value!r} is outside {EARLIEST.year}-{LATEST.year - 1}: no campaign logged then")
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+
+
 def from_epoch(seconds: float | None) -> datetime | None:
     """A Unix time (seconds) as an aware UTC datetime; None for missing or absurd values."""
-    if seconds is None or not math.isfinite(seconds) or not 0 < seconds < 32503680000:
+    if seconds is None or not math.isfinite(seconds) or not 0 < seconds < EPOCH_END:
         return None
     return datetime.fromtimestamp(seconds, tz=UTC)
 
@@ -160,7 +208,10 @@ def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
     What is wrong becomes a problem on `info`, with its line; `holds` says what the file should
     hold ("an adapter_config.json holds one JSON object").
     """
-    text = decode_text(path.read_bytes())
+    raw = read_document(path, info)
+    if raw is None:
+        return None
+    text = decode_text(raw)
     if text is None:
         info.problem(None, f"not UTF-8 text; {holds}")
         return None

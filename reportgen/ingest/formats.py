@@ -267,13 +267,24 @@ class _Scan:
 
     def mlflow(self) -> None:
         for rel in self.files("sqlite"):
+            wal, shm = rel + mlflow.WAL_SUFFIX, rel + mlflow.SHM_SUFFIX
             with self.contained(rel, mlflow.SQLITE_FORMAT):
-                read = mlflow.read_sqlite(self.found[rel][0], rel)
+                logged = wal in self.found and len(self.found[wal][1]) > 0
+                read = mlflow.read_sqlite(self.found[rel][0], rel, self.found[wal][0] if logged else None)
                 if read is not None:
                     reading, runs = read
                     self.readings.append(reading)
                     self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
                     self.done(rel)
+                    name = PurePosixPath(rel).name
+                    for part, what in ((wal, f"the write-ahead log of {name}: its commits were read with the database"
+                                        if logged else f"the write-ahead log of {name}, empty"),
+                                       (shm, f"the shared-memory index of {name}'s write-ahead log: rebuilt from it, not read")):
+                        if part in self.found and part not in self.claimed:
+                            info = InputFile(part, mlflow.SQLITE_FORMAT, records=0)
+                            info.notes.append(what)
+                            self.readings.append(Reading([info]))
+                            self.done(part)
         readable = sorted(self.found)
         for rel in self.files("mlflow-run-meta"):
             with self.contained(rel, mlflow.FILES_FORMAT):

@@ -18,8 +18,10 @@ import math
 import re
 from pathlib import Path
 
+from reportgen.boundary import read_file
 from reportgen.bounded import TooComplex, load_json
 from reportgen.ingest.common import (
+    TEXT_BUDGET,
     LineIndex,
     MetricRows,
     decode_text,
@@ -67,7 +69,10 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     info = InputFile(path=rel, format=FORMAT)
     rows = MetricRows(rel)
     events: list = []
-    text = decode_text(path.read_bytes())
+    read = read_file(path, TEXT_BUDGET)
+    if not read.whole:
+        info.problem(None, read.budget_note("log_history entries"))
+    text = decode_text(read.data)
     if text is None:
         info.problem(None, "not UTF-8 text; a trainer_state.json is JSON")
         return info, rows, events, {}
@@ -90,7 +95,8 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         info.problem(error.lineno, f"unreadable JSON ({error.msg})" + (
             f"; the {len(entries)} complete log_history entries before it are read" if history_at >= 0 else ""))
         info.skipped += 1
-        info.cut_off = error.pos >= len(text.rstrip()) - 1  # the file ends mid-value: its writer was stopped
+        # The file ends mid-value: its writer was stopped (unless reportgen's budget stopped the read).
+        info.cut_off = read.whole and error.pos >= len(text.rstrip()) - 1
         if history_at < 0:
             return info, rows, events, {}
     summary = None

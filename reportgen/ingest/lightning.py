@@ -17,6 +17,7 @@ from reportgen.ingest.common import (
     MetricRows,
     csv_lines,
     decode_text,
+    read_log,
     read_mapping,
     row_kind,
     text_lines,
@@ -37,7 +38,7 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
     info = InputFile(path=rel, format=FORMAT)
     rows = MetricRows(rel)
     evals: list = []
-    text = decode_text(path.read_bytes())
+    text = decode_text(read_log(path, info, what="rows"))
     if text is None:
         info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
         return info, rows, evals

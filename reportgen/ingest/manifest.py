@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reportgen.ingest.common import read_mapping
+from reportgen.ingest.common import read_document, read_mapping
 from reportgen.model import Evidence, InputFile, ManifestEntry
 
 FORMAT = "manifest"
@@ -61,7 +61,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[ManifestEntry]]:
     if not isinstance(items, list):
         info.problem(1, "`deliverables` must be a list of entries")
         return info, []
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = (read_document(path, info) or b"").decode("utf-8", errors="replace")
     starts = _entry_lines(text)
     entries: list[ManifestEntry] = []
     seen: set[str] = set()

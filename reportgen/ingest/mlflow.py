@@ -3,6 +3,9 @@
 The SQLite store (`mlflow.db`, MLflow's default since 3.7): tables runs (name, status, start and
 end times in ms), metrics (key, value, timestamp ms, step, is_nan), params and tags. A NaN is
 stored as value 0.0 with is_nan = 1, and is read back as NaN. The database is opened read-only.
+A store in WAL mode (a server or a live run writes `mlflow.db-wal` beside it) keeps its latest
+commits in the WAL until a checkpoint: the database and its WAL are then copied to a temporary
+folder and read there, so those commits are seen and nothing in LOGS is written.
 
 The older file store (`mlruns/<experiment>/<run>/`): meta.yaml (run_name, status, start_time,
 end_time), metrics/<key> files with one "timestamp value step" line per value, params/<key> and
@@ -19,12 +22,15 @@ from __future__ import annotations
 
 import bisect
 import math
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from reportgen.boundary import open_file
 from reportgen.ingest.common import (
     MetricRows,
     Reading,
@@ -33,6 +39,8 @@ from reportgen.ingest.common import (
     from_epoch,
     is_eval,
     is_number,
+    read_document,
+    read_log,
     read_mapping,
     row_kind,
     text_lines,
@@ -97,11 +105,32 @@ def _max_steps(params: dict[str, str]) -> int | None:
     return value if value > 0 else None
 
 
-def read_sqlite(path: Path, rel: str) -> tuple[Reading, list[MlflowRun]] | None:
-    """Every run in an MLflow SQLite store; None when the database is not an MLflow store."""
+WAL_SUFFIX, SHM_SUFFIX = "-wal", "-shm"
+
+
+def read_sqlite(path: Path, rel: str, wal: Path | None = None) -> tuple[Reading, list[MlflowRun]] | None:
+    """Every run in an MLflow SQLite store; None when the database is not an MLflow store.
+
+    `wal` is the store's write-ahead log when LOGS holds one that is not empty: its commits are read
+    from a copy of the database and the WAL in a temporary folder."""
     info = InputFile(path=rel, format=SQLITE_FORMAT)
+    if wal is None:
+        return _read_store(f"file:{path}?mode=ro&immutable=1", rel, info)
+    with tempfile.TemporaryDirectory(prefix="reportgen-mlflow-") as folder:
+        copy = Path(folder) / "mlflow.db"
+        for source, target in ((path, copy), (wal, copy.with_name(copy.name + WAL_SUFFIX))):
+            with open_file(source) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        read = _read_store(f"file:{copy}?mode=ro", rel, info)
+        if read is not None:
+            info.notes.append(f"the store is in WAL mode: the commits still in {PurePosixPath(rel).name}{WAL_SUFFIX} "
+                              "were read from a copy of the database and its WAL (LOGS is not written)")
+        return read
+
+
+def _read_store(uri: str, rel: str, info: InputFile) -> tuple[Reading, list[MlflowRun]] | None:
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        db = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:
         return None
     try:
@@ -182,7 +211,8 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
             info = InputFile(path=rel, format=FILES_FORMAT, records=1)
             reading.inputs.append(info)
             try:
-                out[rel[len(prefix):]] = (decode_text((logs / rel).read_bytes()) or "").strip()
+                raw = read_document(logs / rel, info)
+                out[rel[len(prefix):]] = (decode_text(raw or b"") or "").strip()
             except OSError as exc:
                 info.records = 0
                 info.problem(None, f"cannot be read: {exc.strerror}")
@@ -210,7 +240,7 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
         info = InputFile(path=rel, format=FILES_FORMAT)
         reading.inputs.append(info)
         rows = MetricRows(rel)
-        text = decode_text(file.read_bytes())
+        text = decode_text(read_log(file, info))
         if text is None:
             info.problem(None, "not UTF-8 text; an MLflow metric file holds 'timestamp value step' lines")
             continue

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from reportgen.ingest.common import is_eval, metric_frame
+from reportgen.boundary import read_file
+from reportgen.ingest.common import EPOCH_END, LOG_BUDGET, is_eval, metric_frame
 from reportgen.model import InputFile
 
 FORMAT = "tensorboard"
@@ -240,7 +241,10 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
     given, receives the file's text summaries by tag (the Trainer writes its arguments as "args")."""
     info = InputFile(path=rel, format=FORMAT)
     out = _Scalars()
-    buf = path.read_bytes()
+    read = read_file(path, LOG_BUDGET)
+    if not read.whole:
+        info.problem(None, read.budget_note("records"))
+    buf = read.data
     size = len(buf)
     pos = 0
     record = 0
@@ -253,6 +257,8 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
     while pos < size:
         record += 1
         if size - pos < 12:
+            if not read.whole:
+                break  # reportgen's budget ends the read here, not the writer
             info.problem(record, f"cut off in the header of record {record} ({size - pos} bytes left): the writer stopped mid-record")
             info.skipped += 1
             info.cut_off = True
@@ -266,6 +272,8 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
         start = pos + 12
         end = start + length
         if end + 4 > size:
+            if not read.whole:
+                break
             info.problem(record, f"record {record} is cut off ({size - start} of {length + 4} bytes): the writer stopped mid-record")
             info.skipped += 1
             info.cut_off = True
@@ -314,7 +322,13 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             continue
     if texts is not None:
         texts.update(out.texts)
-    return info, _frame(out, rel, run)
+    walls = np.asarray(out.wall, dtype=np.float64)
+    absurd = ~((walls == 0) | ((walls > 0) & (walls < EPOCH_END)))  # 0: the record has no wall time
+    if absurd.any():
+        at = int(np.argmax(absurd))
+        info.problem(out.record[at], f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
+                     f"(first: {out.wall[at]!r} at record {out.record[at]}); their values are read, their times are not")
+    return info, _frame(out, rel, run, np.where(absurd, np.nan, walls))
 
 
 # Lightning's TensorBoardLogger writes hp_metric = -1 at step 0 beside the hyperparameters (default_hp_metric):
@@ -322,15 +336,17 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
 PLACEHOLDER = ("hp_metric", 0, -1.0)
 
 
-def _frame(out: _Scalars, rel: str, run: str) -> pd.DataFrame:
-    """One row per (record, tag): the tag's column holds the value, the others are null."""
+def _frame(out: _Scalars, rel: str, run: str, walls: np.ndarray) -> pd.DataFrame:
+    """One row per (record, tag): the tag's column holds the value, the others are null; a wall time
+    that is NaN (none, or no time) leaves the row's time null."""
     tag, step, value = PLACEHOLDER
     if tag in out.tag:
         keep = [i for i, t in enumerate(out.tag) if not (t == tag and out.step[i] == step and out.value[i] == value)]
         if len(keep) < len(out.tag):
-            for name in ("record", "wall", "step", "tag", "value"):
+            for name in ("record", "step", "tag", "value"):
                 column = getattr(out, name)
                 setattr(out, name, [column[i] for i in keep])
+            walls = walls[keep]
     rows = len(out.record)
     values = np.asarray(out.value, dtype=np.float64)
     tags = np.asarray(out.tag, dtype=object)
@@ -338,9 +354,9 @@ def _frame(out: _Scalars, rel: str, run: str) -> pd.DataFrame:
     for tag in sorted(set(out.tag)):
         present = tags == tag
         metrics[tag] = pa.array(values, mask=~present)
-    walls = np.asarray(out.wall, dtype=np.float64)
-    stamps = pa.array((walls * 1e6).round().astype(np.int64), pa.timestamp("us", tz="UTC"),
-                      mask=~(walls > 0)) if rows else pa.array([], pa.timestamp("us", tz="UTC"))
+    timed = walls > 0
+    stamps = pa.array((np.where(timed, walls, 0) * 1e6).round().astype(np.int64), pa.timestamp("us", tz="UTC"),
+                      mask=~timed) if rows else pa.array([], pa.timestamp("us", tz="UTC"))
     kind_of = {t: "eval" if is_eval(t) else "train" for t in set(out.tag)}
     kinds = [kind_of[t] for t in out.tag]
     return metric_frame(rel, out.record, run, kinds, out.step, stamps, metrics)

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
-from reportgen.ingest.common import decode_text, text_lines
+from reportgen.ingest.common import TEXT_BUDGET, decode_text, read_log, text_lines
 from reportgen.model import Evidence, InputFile, LogMessage
 
 FORMAT = "text-log"
@@ -52,6 +52,19 @@ _FIT_DONE = re.compile(r"`Trainer\.fit` stopped:|Training completed\. Do not for
 _RESTORE = re.compile(r"(?:Restoring states from the checkpoint path at|Restored all states from the checkpoint at|"
                       r"Continuing training from checkpoint|Loading model from) (\S+)")
 _SESSION = re.compile(r"^GPU available: ")
+# Words without which no message pattern (_OOM to _RESTORE) can match a line, lowercased: most lines of a
+# long log hold none of them and are passed by a few substring tests instead of eight regular expressions.
+_MESSAGE_WORDS = ("memory", "cublas_status_alloc_failed", "kill", "exit code 137", "sequence length is longer", "truncat",
+                  "trainer.fit", "training completed", "did not improve", "threshold reached", "restor",
+                  "continuing training from checkpoint", "loading model from")
+_NON_FINITE_WORDS, _NON_FINITE_TARGETS = ("nan", "inf", "finite"), ("loss", "grad")
+_LOADED_WORDS = ("load", "restor", "read", "from_pretrained", "init")
+
+
+def _may_say(low: str) -> bool:
+    """Whether a lowercased line may hold a message some pattern recognises (never False when one would)."""
+    return any(w in low for w in _MESSAGE_WORDS) or (
+        any(w in low for w in _NON_FINITE_WORDS) and any(w in low for w in _NON_FINITE_TARGETS))
 # Where training is: "step 1320/3000", "global_step=1320", or the Trainer's progress bar " 44%|▍ | 1320/3000 [".
 # (Lightning's bar counts batches within an epoch, "Epoch 0: 50%| | 10/20 [", and is not a step; nor
 # is an evaluation bar nested in the training one, which has its own total.)
@@ -79,7 +92,8 @@ _DIRPATH_CHANGED = re.compile(r"The dirpath has changed from '([^']+)' to '([^']
 _LOADED = re.compile(r"\b(?:load(?:ing|ed)?|restor(?:e|ed|ing)|read(?:ing)?|from_pretrained|init(?:ialis|ializ)ed from)\b",
                      re.IGNORECASE)
 _MAPPING = re.compile(r"(\{[^{}]*\}|Namespace\([^()]*\))")
-_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+)+")
+# (A path starts where a word starts: no match is tried again at every letter of a word without a slash.)
+_PATH = re.compile(r"(?<![\w.\-=+@~])(?:[A-Za-z]:)?[\w.\-=+@~]*(?:[/\\][\w.\-=+@~]+)+")
 # What looks like a path and is not one: a progress bar's count or rate (6/30, 37.86it/s, 2.82s/it).
 _NOT_A_PATH = re.compile(r"^[\d.]*(?:it|s)?/(?:s|it|[\d.]+)$")
 MAX_SESSION_ITEMS = 200  # clock times, printed mappings and paths kept per session
@@ -133,7 +147,7 @@ def _short(text: str) -> str:
 def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Session]]:
     """Every recognised message of one text log, and its sessions; the run is filled in by ingest."""
     info = InputFile(path=rel, format=FORMAT)
-    raw = path.read_bytes()
+    raw = read_log(path, info, TEXT_BUDGET)
     text = decode_text(raw)
     if text is None:
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
@@ -198,7 +212,8 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
             current.steps = True
             current.first_step = step if current.first_step is None else min(current.first_step, step)
             current.last_step = step if current.last_step is None else max(current.last_step, step)
-        _ties(stripped, number, current)
+        low = stripped.lower()
+        _ties(stripped, low, number, current)
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
                 kind = "oom" if _OOM.search(stripped) else "traceback"
@@ -217,6 +232,8 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
             continue
         if _PROGRESS.match(stripped):
             _progress(stripped, number, add)
+            continue
+        if not _may_say(low):
             continue
         if _OOM.search(stripped):
             add("oom", number, stripped)
@@ -241,7 +258,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     return info, messages, sessions
 
 
-def _ties(line: str, number: int, session: Session) -> None:
+def _ties(line: str, low: str, number: int, session: Session) -> None:
     """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
     if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
         session.times.append(clock[0])
@@ -264,7 +281,7 @@ def _ties(line: str, number: int, session: Session) -> None:
                 if mapping:
                     session.mappings.append((number, mapping))
     if ("/" in line or "\\" in line) and len(session.paths) < MAX_SESSION_ITEMS and not _RESTORE.search(line) \
-            and not _LOADED.search(line):
+            and not (any(w in low for w in _LOADED_WORDS) and _LOADED.search(line)):
         changed = _DIRPATH_CHANGED.search(line)
         if changed:
             session.paths.append((number, changed.group(2)))

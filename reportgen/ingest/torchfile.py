@@ -15,6 +15,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reportgen.boundary import open_file
+
 MAX_PICKLE_BYTES = 64 << 20
 
 
@@ -168,7 +170,7 @@ def scan(data: bytes):
 def read_torch_file(path: Path):
     """The top-level object of a torch.save zip file (its data.pkl), without running the pickle."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_file(path) as handle, zipfile.ZipFile(handle) as archive:
             pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
             if not pickles:
                 raise UnreadablePickle("a zip file without data.pkl; not a torch.save file")

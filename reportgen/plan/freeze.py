@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reportgen.boundary import inside, read_file, resolved
+from reportgen.bounded import load_json
 from reportgen.errors import InputError, PlanError
-from reportgen.plan.load import LoadedPlan, load_plan, parse_plan
+from reportgen.plan.load import MAX_PLAN_BYTES, LoadedPlan, load_plan, parse_plan
 
 RECORD_DIR = ".reportgen"
 FROZEN_PLAN = "plan.frozen.yaml"
 FREEZE_RECORD = "freeze.json"
+MAX_RECORD = 64 << 10  # freeze.json holds a hash, a time and a name
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,14 @@ def freeze(plan_path: Path, logs: Path) -> tuple[Freeze, bool]:
 
 def _inside(logs: Path, *paths: Path) -> None:
     """The freeze record lives in LOGS itself: a link that takes it (or its folder) elsewhere is refused."""
-    root = logs.resolve()
     for path in paths:
         try:
-            real = path.resolve(strict=False)
-        except (OSError, RuntimeError):
+            real = resolved(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        if real is None:
             raise InputError(f"{path}: a link loop; the freeze record is read only inside LOGS") from None
-        if not real.is_relative_to(root):
+        if not inside(logs, path):
             raise InputError(f"{path}: a link to {real}, outside LOGS; the freeze record is read and written only "
                              "inside LOGS") from None
 
@@ -96,12 +100,14 @@ def read_freeze(logs: Path) -> Freeze | None:
     if not record_path.exists():
         return None
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
+        record = load_json(read_file(record_path, MAX_RECORD).data.decode("utf-8"))
         sha = record["sha256"]
-    except (ValueError, KeyError, TypeError, RecursionError):
+        if not isinstance(sha, str):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, OSError):
         raise InputError(f"{record_path}: damaged freeze record (expected JSON with 'sha256')") from None
     try:
-        raw = plan_path.read_bytes()
+        raw = read_file(plan_path, MAX_PLAN_BYTES + 1).data
     except OSError:
         raise InputError(f"{plan_path}: the frozen plan is missing though {record_path.name} records one") from None
     actual = hashlib.sha256(raw).hexdigest()

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from reportgen.boundary import NotRegular, read_file
 from reportgen.bounded import TooComplex, compose_yaml, construct_yaml
 from reportgen.errors import PlanError
 from reportgen.plan.schema import HUMAN_RESOURCE, MACHINE_RESOURCES, Plan, gpu_names
@@ -73,19 +74,18 @@ MAX_PLAN_BYTES = 4 << 20  # a plan is a page or two of YAML
 
 
 def _read_text(path: Path) -> tuple[bytes, str]:
-    if path.exists() and not path.is_dir() and not path.is_file():  # a pipe or a device would block or never end
-        raise PlanError(str(path), [f"{path}: not a regular file; give the plan file (plan.yaml)"])
-    if path.is_file() and path.stat().st_size > MAX_PLAN_BYTES:
-        raise PlanError(str(path), [f"{path}: {path.stat().st_size:,} bytes; a plan is YAML text of at most "
-                                    f"{MAX_PLAN_BYTES >> 20} MB"])
     try:
-        raw = path.read_bytes()
+        read = read_file(path, MAX_PLAN_BYTES)  # a pipe or a device is refused, never waited on
     except FileNotFoundError:
         raise PlanError(str(path), [f"{path}: no such file"]) from None
-    except IsADirectoryError:
-        raise PlanError(str(path), [f"{path}: is a folder; give the plan file (plan.yaml)"]) from None
+    except NotRegular:
+        what = "is a folder" if path.is_dir() else "not a regular file"
+        raise PlanError(str(path), [f"{path}: {what}; give the plan file (plan.yaml)"]) from None
     except OSError as exc:
         raise PlanError(str(path), [f"{path}: cannot be read: {exc.strerror}"]) from None
+    if not read.whole:
+        raise PlanError(str(path), [f"{path}: {read.size:,} bytes; a plan is YAML text of at most {MAX_PLAN_BYTES >> 20} MB"])
+    raw = read.data
     if b"\0" in raw:
         raise PlanError(str(path), [f"{path}: not a text file (binary content); a plan is YAML text"])
     try:

@@ -77,6 +77,7 @@ def inputs_json(campaign: Campaign) -> list[dict]:
             "text_lines": info.text_lines,
             "problems": [{"line": p.line, "message": p.message} for p in info.problems],
             "problems_not_shown": info.problems_not_shown,
+            "notes": info.notes,
         }
         for info in campaign.inputs  # ingest keeps them in path order
     ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from reportgen.errors import BuildError
+from reportgen.errors import BuildError, during
 from reportgen.ingest import Excerpt
 from reportgen.numbers import figure
 from reportgen.render import charts as charts_module
@@ -191,19 +191,24 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     nav = [{"file": f, "title": t} for f, t in PAGES]
     common = {"report": report, "nav": nav, "plan_source": plan_source}
     run_figures = run_figures or {}
-    for page, template, extra in _pages(report, sources, False, run_figures):
-        writer.write(page.file, _render(env, template, page=page, **common, **extra))
-        if progress:
-            progress(page.file)
+    with during("writing the site"):
+        for page, template, extra in _pages(report, sources, False, run_figures):
+            with during(f"writing {page.file}"):
+                writer.write(page.file, _render(env, template, page=page, **common, **extra))
+            if progress:
+                progress(page.file)
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
-    writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    writer.write("order-note.md", order_note(report))
+    with during("writing report.json"):
+        writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    with during("writing order-note.md"):
+        writer.write("order-note.md", order_note(report))
     if next_plan is not None:
         writer.write(NEXT_PLAN, next_plan)
     if single_file:
-        writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
+        with during(f"writing {SINGLE_FILE}"):
+            writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
         if progress:
             progress(SINGLE_FILE)
 
