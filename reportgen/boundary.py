@@ -117,10 +117,12 @@ def read_file(path: Path, budget: int, whole_lines: bool = False) -> Read:
     last full line within it, so no line is read half (nor taken for one a writer left cut off)."""
     with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
-        data = handle.read(budget + 1)
-    if len(data) <= budget:
-        return Read(data, max(size, len(data)), budget)
-    data = data[:budget]
-    if whole_lines:
-        data = data[: data.rfind(b"\n") + 1]
+        data = handle.read(budget)
+        if not handle.read(1):
+            return Read(data, max(size, len(data)), budget)
+        cut = data.rfind(b"\n") + 1 if whole_lines else len(data)
+        if cut < len(data):  # read again up to the cut rather than copy a slice: one buffer of the budget at a time
+            del data
+            handle.seek(0)
+            data = handle.read(cut)
     return Read(data, max(size, budget + 1), budget)

@@ -214,6 +214,7 @@ def read(path: Path, rel: str) -> NativeLog:
         # The last line has no newline: a writer killed mid-line. It is read on its own.
         _read_line(buf[body:], line_no, out, unterminated=True)
     out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
+    del buf, pieces  # the file's bytes are all read: let them go before the frame is built
     out.flush_rows()
     out.info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # each chunk's columnar problems, then its others
     metrics = _to_frame(out.tables, rel)
