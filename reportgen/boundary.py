@@ -31,12 +31,14 @@ class NotRegular(OSError):
 
 
 def resolved(path: Path) -> Path | None:
-    """The path with every link resolved; None for a link loop. OSError when a folder on the way cannot
-    be searched (permission denied)."""
+    """The path with every link resolved (a dangling link: where it points); None for a link loop.
+    OSError when a folder on the way cannot be searched (permission denied)."""
     try:
         return path.resolve(strict=path.is_symlink())
     except (RuntimeError, ValueError):  # a link loop; a name with a NUL byte
         return None
+    except FileNotFoundError:
+        return path.resolve(strict=False)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return None

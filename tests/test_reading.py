@@ -383,3 +383,13 @@ def test_a_problem_quotes_a_huge_value_by_its_start(tmp_path):
                                                          "metrics": {"loss": 1.0}}) + "\n")
     [problem] = native.read(path, "events.jsonl").input.problems
     assert len(problem.message) < 600 and problem.message.endswith("more characters)")
+
+
+def test_a_dangling_link_is_listed_with_where_it_points(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "out.log").symlink_to(tmp_path / "gone.log")
+    (logs / "in.log").symlink_to(logs / "gone.log")
+    found = {i.path: [p.message for p in i.problems] for i in ingest(logs).inputs}
+    assert found == {"out.log": ["a link to a file outside LOGS; not read"],
+                     "in.log": ["cannot be read: No such file or directory"]}
