@@ -78,7 +78,7 @@ def check_safetensors(path: Path) -> str:
         if length > MAX_HEADER or 8 + length > size:
             raise Invalid(f"the header says {length:,} bytes but the file has {size - 8:,} after the length: cut off or damaged")
         try:
-            header = json.loads(handle.read(length).decode("utf-8"))
+            header = load_json(handle.read(length).decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise Invalid(f"the header is not JSON ({exc})") from None
     if not isinstance(header, dict):
@@ -163,7 +163,9 @@ def check_zip(path: Path) -> tuple[str, list[str]]:
             return reason, notes
     except zipfile.BadZipFile as exc:
         raise Invalid(f"not a readable zip archive ({exc}): cut off or damaged") from None
-    except (OSError, EOFError, zipfile.LargeZipFile) as exc:
+    except (RuntimeError, NotImplementedError) as exc:  # zipfile: an encrypted member, a compression it lacks
+        raise Invalid(f"a member cannot be read ({exc})") from None
+    except (OSError, EOFError, ValueError, zipfile.LargeZipFile) as exc:
         raise Invalid(f"the archive cannot be read ({exc})") from None
 
 

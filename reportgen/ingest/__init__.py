@@ -62,7 +62,12 @@ def iter_files(root: Path) -> Iterator[tuple[Path, str | None]]:
         dirs[:] = []
         for name in names:
             path = here / name
-            if path.is_symlink():
+            try:
+                link = path.is_symlink()
+            except OSError as exc:  # a path past the system's limit (ENAMETOOLONG)
+                yield path, f"cannot be read: {exc.strerror or exc}"
+                continue
+            if link:
                 where = "inside" if inside(root, path) else "outside"
                 yield path, f"a link to a folder {where} LOGS; not followed"
             elif not _utf8(name):

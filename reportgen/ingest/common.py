@@ -166,6 +166,11 @@ UNCLOSED_QUOTE = "a quote opened and not closed on its line"
 STRAY_RETURN = "a carriage return inside the row"
 
 
+# The csv module refuses a cell over 131,072 characters (a long message in a benchmark row, say) as if
+# the row were damaged; a file is bounded by its budget already, so no cell is refused for its length.
+csv.field_size_limit(max(csv.field_size_limit(), LOG_BUDGET))
+
+
 def csv_lines(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | str]]:
     """(line number, cells) of every line of a CSV log written one row per line (CSVLogger, benchmark
     records), numbered as text_lines numbers them. A line whose quote is not closed on it, or that

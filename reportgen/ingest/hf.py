@@ -89,6 +89,10 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     lines = LineIndex(text)
     start = text.find('"log_history"')
     history_at = text.find("[", start) if start >= 0 else -1
+    if error is None and not isinstance(state.get("log_history", []), list):
+        info.problem(lines.line(start) if start >= 0 else None, "log_history is not a list of entries; no entry is read")
+        info.skipped += 1
+        history_at = -1
     # Entry by entry, with their offsets: line numbers for evidence, and every complete entry of a cut file.
     entries = json_entries(text, history_at)[0] if history_at >= 0 else []
     if error is not None:

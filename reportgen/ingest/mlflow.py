@@ -72,8 +72,28 @@ class MlflowRun:
 
 
 def _millis(value: object) -> datetime | None:
-    """An MLflow time (Unix milliseconds) as a datetime; None for anything else ('yesterday', a list)."""
-    return from_epoch(value / 1000) if is_number(value) else None  # type: ignore[operator]
+    """An MLflow time (Unix milliseconds) as a datetime; None for anything else ('yesterday', a list, the
+    year 33658, a 64-bit overflow)."""
+    if not is_number(value) or (isinstance(value, int) and abs(value) >= 1 << 63):  # MLflow keeps 64-bit milliseconds
+        return None
+    return from_epoch(value / 1000)  # type: ignore[operator]
+
+
+def _run_times(start: object, end: object, info: InputFile, run: str) -> tuple[datetime | None, datetime | None]:
+    """A run's start and end; one that is given and is no time is a problem, and the run is read without it."""
+    times = []
+    for key, value in (("start_time", start), ("end_time", end)):
+        at = _millis(value)
+        if value is not None and at is None:
+            info.problem(None, f"{run}{key} {_quoted(value)} is no time between 1970 and 2199 (Unix milliseconds); "
+                         "the run is read without it")
+        times.append(at)
+    return times[0], times[1]
+
+
+def _quoted(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _status(status: object, ended: bool) -> tuple[str | None, str]:
@@ -152,9 +172,10 @@ def _read_store(uri: str, rel: str, info: InputFile) -> tuple[Reading, list[Mlfl
             sources.append(MlflowRun(run_id, tags.get("mlflow.runName") or name, uuid, params, evidence,
                                      tags.get("mlflow.parentRunId")))
             mapped, reason = _status(status, end is not None)
+            started, ended = _run_times(start, end, info, f"run {uuid}: ")
             reading.events.append(RunFacts(
                 run=run_id, format=SQLITE_FORMAT, evidence=evidence, status=mapped, reason=reason,
-                started_at=_millis(start), ended_at=_millis(end),
+                started_at=started, ended_at=ended,
                 config={"params": params} if params else None, max_steps=_max_steps(params)))
             by_step: dict[tuple[int, int], dict[str, float]] = {}
             damaged: list[str] = []
@@ -229,9 +250,10 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
     status = _FILE_STATUS.get(status, status) if isinstance(status, int) and not isinstance(status, bool) else status
     start, end = meta.get("start_time"), meta.get("end_time")
     mapped, reason = _status(status, end is not None)
+    started, ended = _run_times(start, end, meta_info, "")
     reading.events.append(RunFacts(
         run=run_id, format=FILES_FORMAT, evidence=Evidence(meta_info.path), status=mapped, reason=reason,
-        started_at=_millis(start), ended_at=_millis(end),
+        started_at=started, ended_at=ended,
         config={"params": params} if params else None, max_steps=_max_steps(params)))
     metrics_dir = folder / "metrics"
     for rel in _under(readable, f"{rel_folder}/metrics/"):
@@ -262,7 +284,10 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
                              + ("; the last line is cut off" if cut else ""))
                 info.skipped += 1
                 continue
-            at = from_epoch(ts / 1000) if abs(ts) < 1 << 63 else None  # MLflow keeps 64-bit milliseconds
+            at = _millis(ts)
+            if at is None:
+                info.problem(number, f"timestamp {_quoted(ts)} is no time between 1970 and 2199 (Unix milliseconds); "
+                             "the value is read without a time")
             rows.add(run_id, row_kind([key]), step, number, at, {key: value})
             info.records += 1
             reading.events += _eval_event(run_id, step, at, Evidence(rel, number), {key: value})

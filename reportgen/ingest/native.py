@@ -21,6 +21,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import pyarrow.json as pa_json
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
+    MAX_COUNT,
     duration_problem,
     log_time,
     read_log,
@@ -195,7 +197,7 @@ def read(path: Path, rel: str) -> NativeLog:
     ranges = _chunks(buf, body)
     workers = min(len(ranges), os.cpu_count() or 1) or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pieces = list(pool.map(lambda r: _parse_range(buf, *r), ranges))
+        pieces = list(pool.map(_parse_range, repeat(buf), [a for a, _b in ranges], [b for _a, b in ranges]))
     line_no = 1
     for piece in pieces:
         for table in piece.tables:
@@ -429,6 +431,11 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
         piece.problems.append((int(line), f"'ts' is outside {EARLIEST.year}-{LATEST.year - 1}: no campaign logged then; "
                                           "line skipped"))
     bad |= outside
+    steps = rows.column("step")
+    huge = pc.fill_null(pc.or_(pc.greater(steps, MAX_COUNT), pc.less(steps, -MAX_COUNT)), False).to_numpy(zero_copy_only=False)
+    for line in lines[huge & ~bad]:
+        piece.problems.append((int(line), f"'step' is past any step a campaign logged ({MAX_COUNT:.0e}); line skipped"))
+    bad |= huge
     piece.skipped += int(bad.sum())
     keep = pa.array(~bad)
     columns = {
@@ -512,8 +519,8 @@ def _event(record: dict, line: int, info: InputFile):
     at = _parse_time(record.get("ts"))
     evidence = Evidence(info.path, line)
     step = _opt(record, "step", (int,), "an integer")
-    if step is not None and abs(step) >= 1 << 63:  # the metrics frame keeps steps in 64 bits
-        raise _BadRecord(f"'step' {step} is past any step (64-bit integers)")
+    if step is not None and abs(step) > MAX_COUNT:  # past any campaign (and, past 2^63, the frame's 64 bits)
+        raise _BadRecord(f"'step' {str(step)[:40]} is past any step a campaign logged ({MAX_COUNT:.0e})")
     run = _req_str(record, "run") if kind in RUN_EVENTS or kind == "metric" else _opt(record, "run", (str,), "a string")
     if kind in ("metric", "eval"):
         if step is None:

@@ -180,7 +180,9 @@ def read_torch_file(path: Path):
             data = archive.read(member)
     except zipfile.BadZipFile as exc:
         raise UnreadablePickle(f"not a readable zip archive ({exc}); cut off or damaged") from exc
-    except (OSError, EOFError) as exc:
+    except (RuntimeError, NotImplementedError) as exc:  # zipfile: an encrypted member, a compression it lacks
+        raise UnreadablePickle(f"its data.pkl cannot be read ({exc}); torch.save writes neither") from exc
+    except (OSError, EOFError, ValueError) as exc:
         raise UnreadablePickle(f"cannot be read ({exc})") from exc
     try:
         return scan(data)
