@@ -274,8 +274,10 @@ def test_mlflow_values_of_the_wrong_type_are_problems_and_the_rest_is_read(tmp_p
     clean = ingest(FORMATS)
     campaign = ingest(logs)
     found = problems(campaign)
-    [(_line, message)] = found["mlflow.db"]
-    assert "1 metric value with a value, step or time that is not a number" in message
+    messages = [message for _line, message in found["mlflow.db"]]
+    assert sum("1 metric value with a value, step or time that is not a number" in m for m in messages) == 1
+    starts = [m for m in messages if "start_time 'yesterday' is no time between 1970 and 2199" in m]
+    assert len(starts) == len(messages) - 1 == len([r for r in clean.runs.values() if "mlflow/mlflow.db" in r.sources])
     db_runs = [r for r in campaign.runs.values() if "mlflow.db" in r.sources]
     assert len(db_runs) == len([r for r in clean.runs.values() if "mlflow/mlflow.db" in r.sources])
     assert any("MLflow run status [3] is not one MLflow writes" in (f.reason or "") for f in campaign.run_facts)

@@ -606,7 +606,7 @@ def test_a_native_step_past_64_bits_is_a_damaged_line(tmp_path):
                       b'{"ts":"2026-11-02T09:00:00Z","type":"metric","run":"r","step":18446744073709551616,"metrics":{"loss":1}}')
     assert (log.input.records, log.input.skipped) == (1, 1)
     assert [(p.line, p.message) for p in log.input.problems] == [
-        (2, "'step' 18446744073709551616 is past any step (64-bit integers); line skipped")]
+        (2, "'step' 18446744073709551616 is past any step a campaign logged (1e+15); line skipped")]
 
 
 def test_a_native_metric_integer_past_2_53_is_read_as_its_nearest_float(tmp_path):
@@ -639,7 +639,8 @@ def test_a_metrics_csv_step_that_is_infinite_or_past_64_bits_is_a_damaged_row(tm
 
 def test_an_mlflow_metric_line_with_a_timestamp_or_step_past_64_bits_is_no_failure(tmp_path):
     """A 401-digit timestamp made the reader fail ("OverflowError: integer division result too large for a
-    float"), a step past 64 bits the frame. The value with no time is read without one; the step is damage."""
+    float"), a step past 64 bits the frame. The value with no time is read without one, and its line says so;
+    the step is damage."""
     folder = tmp_path / "logs" / "0" / "run"
     (folder / "metrics").mkdir(parents=True)
     (folder / "meta.yaml").write_bytes((MLFLOW_RUN / "meta.yaml").read_bytes())
@@ -649,7 +650,8 @@ def test_an_mlflow_metric_line_with_a_timestamp_or_step_past_64_bits_is_no_failu
     [frame] = reading.frames
     assert frame["step"].tolist() == [2, 3] and frame["ts"].isna().tolist() == [True, False]
     [info] = [i for i in reading.inputs if i.path.endswith("loss")]
-    assert (info.lines, info.records, info.skipped) == (3, 2, 1) and [p.line for p in info.problems] == [2]
+    assert (info.lines, info.records, info.skipped) == (3, 2, 1) and [p.line for p in info.problems] == [1, 2]
+    assert info.problems[0].message.startswith("timestamp 1000000000") and "read without a time" in info.problems[0].message
 
 
 def test_a_csv_holding_a_quote_counts_no_line_past_its_last(tmp_path):
