@@ -41,55 +41,7 @@ TRACEBACK = "Traceback (most recent call last)"
 
 # Cases that fail today, with what fails: each is a bug of reportgen to fix, not of the case.
 # strict: a case that starts passing must leave this list.
-_WAL = ("the run written only in the -wal file is missing and no problem says so: the store is opened with "
-        "immutable=1 (ingest/mlflow.py read_sqlite), which ignores the WAL")
-_ZIP_DELIVERABLE = ("exit 70: {error} from zipfile.testzip in probe.check_zip (probe.py:149), through verify.reload_check; "
-                    "verify.check_paths catches only Invalid and OSError")
-_CKPT = ("{error} from zipfile escapes torchfile.read_torch_file (it catches BadZipFile, OSError, EOFError): contained as a "
-         "problem of metrics.csv, not of last.ckpt, and the Lightning run is lost (metrics.csv: 0 records)")
-KNOWN_FAILURES: dict[str, str] = {
-    "fs-path-10000": "exit 70: OSError [Errno 36] File name too long from Path.is_symlink() in ingest.iter_files "
-                     "(ingest/__init__.py:64) on a folder whose path passes PATH_MAX",
-    "numbers-native-step-400-digits": "the whole event log is lost: 'reportgen could not read this file (OverflowError: Python "
-                                      "int too large to convert to C long)'; its 37 good lines and run pilot-1 are gone",
-    "numbers-native-step-int64-max": "exit 70: OverflowError: Python int too large to convert to C int at "
-                                     "analysis/variance.py:218 _run_causes (timedelta(seconds=...))",
-    "numbers-mlruns-timestamp-400-digits": "one damaged metric line loses the whole MLflow run mlf-clean, reported against "
-                                           "meta.yaml: 'reportgen could not read this file (OverflowError: integer division "
-                                           "result too large for a float)'",
-    "numbers-mlruns-step-400-digits": "one damaged metric line loses the whole MLflow run mlf-clean, reported against meta.yaml: "
-                                      "'reportgen could not read this file (OverflowError: Python int too large to convert to C long)'",
-    "numbers-tb-wall-time-inf": "the event's time is dropped (NaT) without a problem (numpy casts inf to int64 at "
-                                "ingest/tensorboard.py:342: RuntimeWarning: invalid value encountered in cast)",
-    "dates-mlruns-start-1e15": "meta.yaml start_time 1e15 ms (the year 33658) is dropped without a problem",
-    "dates-mlruns-end-year-10000": "meta.yaml end_time 253402300800000 ms (10000-01-01) is dropped without a problem",
-    "dates-mlruns-metric-time-minus-1": "a metric line at timestamp -1 keeps its value with no time (NaT), without a problem",
-    "dates-sqlite-start-1e18": "runs.start_time 1e18 ms is dropped without a problem (a start_time 'yesterday' is reported)",
-    "dates-tb-wall-time-1e12": "exit 70: ValueError: year 33658 is out of range at ingest/identity.py:202 _traces "
-                               "(Timestamp.to_pydatetime)",
-    "csv-bench-200kb-cell": "a valid row whose message has 200,000 characters is skipped as 'not a CSV row (a quote opened and "
-                            "not closed on its line)': csv's field_size_limit (131,072) is taken for a stray quote",
-    "zip-ckpt-encrypted": _CKPT.format(error="RuntimeError 'File ... is encrypted, password required for extraction'"),
-    "zip-ckpt-method": _CKPT.format(error="NotImplementedError 'That compression method is not supported'"),
-    "zip-deliverable-encrypted": _ZIP_DELIVERABLE.format(error="RuntimeError: File 'predictions.jsonl' is encrypted"),
-    "zip-deliverable-method": _ZIP_DELIVERABLE.format(error="NotImplementedError: That compression method is not supported"),
-    "zip-deliverable-ckpt-encrypted": _ZIP_DELIVERABLE.format(error="RuntimeError: File 'archive/data.pkl' is encrypted"),
-    "mlflow-wal-three-files": _WAL,
-    "mlflow-wal-no-shm": _WAL,
-    "mlflow-files-meta-wrong-types": "meta.yaml start_time [1] and end_time 'later' are dropped without a problem "
-                                     "(status 'done' is only a run fact)",
-    "shapes-adapter-config-list": "exit 70: AttributeError: 'list' object has no attribute 'get' at verify.py:223 _adapter",
-    "shapes-adapter-config-null": "exit 70: AttributeError: 'NoneType' object has no attribute 'get' at verify.py:223 _adapter",
-    "shapes-trainer-state-log-history-mapping": "a log_history that is a mapping gives no rows and no problem",
-    "deep-adapter-config-deliverable-3000": "exit 70: RecursionError from json.loads at verify.py:219 _adapter "
-                                            "(it catches ValueError and UnicodeDecodeError only)",
-    "deep-safetensors-header-5000": "exit 70: RecursionError from json.loads at probe.py:80 check_safetensors, "
-                                    "through verify.reload_check",
-    "big-metrics-10000-columns": "a metrics.csv of 3 rows and 10,000 columns takes about 500 s to build (2,000 columns: 24 s, "
-                                 "500: 7 s): killed at the timeout (only with HOSTILE_BIG=1)",
-    "deep-bench-jsonl-5000": "the benchmark file is lost: 'reportgen could not read this file (AttributeError: 'TooComplex' "
-                             "object has no attribute 'msg')'; its 2 good records are not read",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 @dataclass

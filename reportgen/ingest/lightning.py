@@ -10,6 +10,7 @@ the training state it holds.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -85,11 +86,18 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
             if name == "step" or cell == "":
                 continue
             try:
-                values[name] = float(cell)
+                value = float(cell)
             except ValueError:
                 bad = name
+                continue
+            if math.isinf(value) and not cell.strip().lstrip("+-").lower().startswith("inf"):
+                bad = name  # digits past any float ("7" * 400): no value that was logged, unlike a logged inf
+                continue
+            values[name] = value
         if bad is not None:
-            info.problem(line, f"{bad}: {cells[header.index(bad)]!r} is not a number; that cell is left out")
+            shown = cells[header.index(bad)]
+            shown = repr(shown) if len(shown) <= 40 else f"{shown[:40]!r}… ({len(shown):,} characters)"
+            info.problem(line, f"{bad}: {shown} is not a number; that cell is left out")
         logged = [k for k in values if k != "epoch"]
         kind = row_kind(list(values))
         rows.add(run, kind, step, line, None, values)
