@@ -28,6 +28,7 @@ import ast
 import codecs
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -315,13 +316,21 @@ def _clock_time(line: str) -> tuple[datetime, float] | None:
         return None
 
 
+def _literal(text: str) -> object:
+    """A Python literal a log printed; the parser's warnings on text that only looks like one ("invalid
+    decimal literal") stay off the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.literal_eval(text)
+
+
 def _mapping(text: str) -> dict | None:
     """A printed dict or argparse Namespace of two or more plain values, as the hyperparameters it shows."""
     if text.startswith("Namespace("):
         pairs = re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,]+)", text[len("Namespace("):-1])
         text = "{" + ", ".join(f"{key!r}: {value.strip()}" for key, value in pairs) + "}"
     try:
-        value = ast.literal_eval(text)
+        value = _literal(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None
     if not isinstance(value, dict):
@@ -354,8 +363,8 @@ def _clock(seconds: float) -> str:
 def _progress(line: str, number: int, add) -> None:
     """A dict the Trainer printed: its final summary, or values that are not finite."""
     try:
-        values = ast.literal_eval(line)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        values = _literal(line)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return
     if not isinstance(values, dict):
         return
