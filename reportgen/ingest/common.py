@@ -243,6 +243,15 @@ def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
     return data
 
 
+def quoted(value: object, limit: int = 40) -> str:
+    """A value as a problem quotes it: its repr, or the start of it and how long it is."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(value)
+    start = repr(text[:limit]) if isinstance(value, str) else text[:limit]
+    return f"{start}… ({len(text):,} characters)"
+
+
 def is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -267,24 +267,16 @@ class _Scan:
 
     def mlflow(self) -> None:
         for rel in self.files("sqlite"):
-            wal, shm = rel + mlflow.WAL_SUFFIX, rel + mlflow.SHM_SUFFIX
+            wal = rel + mlflow.WAL_SUFFIX
             with self.contained(rel, mlflow.SQLITE_FORMAT):
-                logged = wal in self.found and len(self.found[wal][1]) > 0
+                logged = wal in self.found and len(self.found[wal][1]) > 0  # its first bytes: not empty
                 read = mlflow.read_sqlite(self.found[rel][0], rel, self.found[wal][0] if logged else None)
                 if read is not None:
                     reading, runs = read
                     self.readings.append(reading)
                     self._mlflow_sources(runs, mlflow.SQLITE_FORMAT)
                     self.done(rel)
-                    name = PurePosixPath(rel).name
-                    for part, what in ((wal, f"the write-ahead log of {name}: its commits were read with the database"
-                                        if logged else f"the write-ahead log of {name}, empty"),
-                                       (shm, f"the shared-memory index of {name}'s write-ahead log: rebuilt from it, not read")):
-                        if part in self.found and part not in self.claimed:
-                            info = InputFile(part, mlflow.SQLITE_FORMAT, records=0)
-                            info.notes.append(what)
-                            self.readings.append(Reading([info]))
-                            self.done(part)
+                    self._store_parts(rel, logged)
         readable = sorted(self.found)
         for rel in self.files("mlflow-run-meta"):
             with self.contained(rel, mlflow.FILES_FORMAT):
@@ -297,6 +289,15 @@ class _Scan:
             if PurePosixPath(rel).name == "meta.yaml" and b"experiment_id:" in self.found[rel][1]:
                 self.readings.append(Reading([InputFile(rel, mlflow.FILES_FORMAT, records=1)]))  # an experiment's
                 self.done(rel)
+
+    def _store_parts(self, rel: str, logged: bool) -> None:
+        """The -wal and -shm files beside an MLflow store: listed as parts of it, never as unknown files."""
+        for part, note in mlflow.store_parts(rel, logged):
+            if part in self.found and part not in self.claimed:
+                info = InputFile(part, mlflow.SQLITE_FORMAT, records=0)
+                info.notes.append(note)
+                self.readings.append(Reading([info]))
+                self.done(part)
 
     def _mlflow_sources(self, runs: list[MlflowRun], fmt: str) -> None:
         for run in runs:

@@ -18,6 +18,7 @@ from reportgen.ingest.common import (
     MetricRows,
     csv_lines,
     decode_text,
+    quoted,
     read_log,
     read_mapping,
     row_kind,
@@ -95,9 +96,7 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
                 continue
             values[name] = value
         if bad is not None:
-            shown = cells[header.index(bad)]
-            shown = repr(shown) if len(shown) <= 40 else f"{shown[:40]!r}… ({len(shown):,} characters)"
-            info.problem(line, f"{bad}: {shown} is not a number; that cell is left out")
+            info.problem(line, f"{bad}: {quoted(cells[header.index(bad)])} is not a number; that cell is left out")
         logged = [k for k in values if k != "epoch"]
         kind = row_kind(list(values))
         rows.add(run, kind, step, line, None, values)

@@ -39,6 +39,7 @@ from reportgen.ingest.common import (
     from_epoch,
     is_eval,
     is_number,
+    quoted,
     read_document,
     read_log,
     read_mapping,
@@ -85,15 +86,10 @@ def _run_times(start: object, end: object, info: InputFile, run: str) -> tuple[d
     for key, value in (("start_time", start), ("end_time", end)):
         at = _millis(value)
         if value is not None and at is None:
-            info.problem(None, f"{run}{key} {_quoted(value)} is no time between 1970 and 2199 (Unix milliseconds); "
+            info.problem(None, f"{run}{key} {quoted(value)} is no time between 1970 and 2199 (Unix milliseconds); "
                          "the run is read without it")
         times.append(at)
     return times[0], times[1]
-
-
-def _quoted(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _status(status: object, ended: bool) -> tuple[str | None, str]:
@@ -146,6 +142,15 @@ def read_sqlite(path: Path, rel: str, wal: Path | None = None) -> tuple[Reading,
             info.notes.append(f"the store is in WAL mode: the commits still in {PurePosixPath(rel).name}{WAL_SUFFIX} "
                               "were read from a copy of the database and its WAL (LOGS is not written)")
         return read
+
+
+def store_parts(rel: str, logged: bool) -> list[tuple[str, str]]:
+    """The files SQLite keeps beside a store in WAL mode, each with what it is; `logged`: the WAL was read."""
+    name = PurePosixPath(rel).name
+    wal = (f"the write-ahead log of {name}: its commits were read with the database" if logged
+           else f"the write-ahead log of {name}, empty")
+    return [(rel + WAL_SUFFIX, wal),
+            (rel + SHM_SUFFIX, f"the shared-memory index of {name}'s write-ahead log: rebuilt from it, not read")]
 
 
 def _read_store(uri: str, rel: str, info: InputFile) -> tuple[Reading, list[MlflowRun]] | None:
@@ -286,7 +291,7 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
                 continue
             at = _millis(ts)
             if at is None:
-                info.problem(number, f"timestamp {_quoted(ts)} is no time between 1970 and 2199 (Unix milliseconds); "
+                info.problem(number, f"timestamp {quoted(ts)} is no time between 1970 and 2199 (Unix milliseconds); "
                              "the value is read without a time")
             rows.add(run_id, row_kind([key]), step, number, at, {key: value})
             info.records += 1
