@@ -241,6 +241,10 @@ class RunFacts:
     seconds: float | None = None  # training time the source states (the Trainer's train_runtime), for sources without times
     max_steps: int | None = None  # how many steps a full run takes, as this source states it
     history: tuple[bytes, ...] | None = None  # digests of a Trainer's log_history entries, for continuations
+    host: str | None = None  # the machine the run ran on, as the source names it (W&B metadata)
+    gpu: str | None = None  # the GPU model, as the source names it ("NVIDIA A100-SXM4-40GB")
+    gpu_count: int | None = None  # how many GPUs the run saw
+    exit_code: int | None = None  # the process's exit code, when the source records it
 
 
 @dataclass
