@@ -441,3 +441,46 @@ def test_any_file_cut_or_damaged_anywhere_never_crashes_ingest(tmp_path_factory,
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(bytes(data))
     build_inspect(ingest(logs))
+
+
+def test_a_logs_folder_that_is_one_run_is_named_after_the_folder(tmp_path):
+    """A Trainer output folder given as LOGS itself is named after that folder, never "logs"."""
+    logs = tmp_path / "lora-r8-lr2e-4"
+    shutil.copytree(FIXTURES / "hf" / "hf-clean", logs)
+    campaign = ingest(logs)
+    assert list(campaign.runs) == ["lora-r8-lr2e-4"]
+
+
+def test_a_run_folder_below_logs_keeps_its_own_name(tmp_path):
+    """Counter-example: LOGS's name is used only for a run whose folder is LOGS itself."""
+    logs = tmp_path / "campaign"
+    shutil.copytree(FIXTURES / "hf" / "hf-clean", logs / "hf-clean")
+    assert list(ingest(logs).runs) == ["hf-clean"]
+
+
+MLFLOW_EXPERIMENT = FIXTURES / "mlruns" / "140191543709086989"
+TB_FILE = next((FIXTURES / "tensorboard" / "tb-clean").glob("events.out.tfevents.*"))
+
+
+def test_tensorboard_in_an_mlflow_runs_artifacts_belongs_to_that_run(tmp_path):
+    """mlflow.log_artifacts(tb_dir) puts the events in mlruns/<exp>/<run>/artifacts/: one run, two sources."""
+    logs = tmp_path / "logs"
+    shutil.copytree(MLFLOW_EXPERIMENT, logs / "mlruns" / MLFLOW_EXPERIMENT.name)
+    run_folder = logs / "mlruns" / MLFLOW_EXPERIMENT.name / "dc1e1b85474347259be8c72b0d1bc4d4"
+    (run_folder / "artifacts" / "tb").mkdir(parents=True)
+    shutil.copy(TB_FILE, run_folder / "artifacts" / "tb" / TB_FILE.name)
+    alone = ingest(logs).runs
+    owners = [r for r in alone.values() if any("artifacts/tb" in s for s in r.sources)]
+    assert len(owners) == 1
+    assert "tensorboard" in owners[0].formats and "mlflow-files" in owners[0].formats
+    assert not any(r.formats == ["tensorboard"] for r in alone.values())
+
+
+def test_tensorboard_beside_mlflow_runs_but_outside_them_is_its_own_source(tmp_path):
+    """Counter-example: events in the experiment's folder, outside every run folder, are not given to a run."""
+    logs = tmp_path / "logs"
+    shutil.copytree(MLFLOW_EXPERIMENT, logs / "mlruns" / MLFLOW_EXPERIMENT.name)
+    (logs / "mlruns" / MLFLOW_EXPERIMENT.name / "tb").mkdir()
+    shutil.copy(TB_FILE, logs / "mlruns" / MLFLOW_EXPERIMENT.name / "tb" / TB_FILE.name)
+    runs = ingest(logs).runs
+    assert any(r.formats == ["tensorboard"] for r in runs.values())

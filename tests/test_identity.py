@@ -502,7 +502,7 @@ def test_a_trainer_summary_short_of_max_steps_is_a_stop_by_the_training_loop(tmp
 
 
 def test_a_path_names_a_folder_only_by_its_last_parts():
-    from reportgen.ingest.identity import path_ends_with
+    from reportgen.ingest.scan import path_ends_with
 
     assert path_ends_with("/home/u/exp/out/nosave", "out/nosave")
     assert not path_ends_with("/data/runs/exp1", "runs")  # runs/<date>_<host> is not that output_dir

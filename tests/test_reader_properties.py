@@ -253,7 +253,7 @@ NAMES = ["events.jsonl", "bench.csv", "metrics.csv", "hparams.yaml", "last.ckpt"
 @PROPERTIES
 @given(name=st.sampled_from(NAMES), head=st.one_of(st.binary(max_size=1024), *(damaged(o) for o in ORIGINAL.values())))
 def test_sniffing_any_bytes_names_a_kind_or_none(name, head):
-    assert formats._kind(f"runs/version_0/{name}", head) in (None, "lfs", "native", "bench", "manifest", "tensorboard",
+    assert formats.kind_of(f"runs/version_0/{name}", head) in (None, "lfs", "native", "bench", "manifest", "tensorboard",
                                                              "sqlite", "ckpt", "hf-state", "hf-adapter", "mlflow-run-meta",
                                                              "lightning-metrics", "hparams", "text")
 

@@ -135,7 +135,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
             continue
         found[rel] = (path, head)
     with during(f"reading {logs}"):
-        scanned = formats.read_all(logs, found, progress)
+        scanned = formats.read_all_formats(logs, found, progress)
     frames = []
     for reading in scanned.readings:
         campaign.inputs.extend(reading.inputs)

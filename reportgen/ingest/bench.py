@@ -33,6 +33,7 @@ from reportgen.ingest.common import (
     read_log,
     text_lines,
 )
+from reportgen.ingest.scan import Reader, Scan
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
 FORMAT = "checkpoint-bench"
@@ -200,3 +201,18 @@ def _event(record: dict, evidence: Evidence, saves: dict[str, tuple[str | None, 
     return CheckpointOp(run=run, op=operation, at=at, evidence=evidence, path=checkpoint,
                         step=int(step) if step is not None else None, seconds=seconds,
                         bytes=int(size) if size is not None else None, destination=_text(record, "destination"))
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    return "bench" if sniff(head) else None
+
+
+def read_files(scan: Scan) -> None:
+    """Checkpoint benchmark records (JSONL or CSV): save, transfer, restore and reload-test timings."""
+    for rel in scan.files("bench"):
+        with scan.contained(rel, FORMAT):
+            scan.add(read(scan.found[rel][0], rel))
+        scan.done(rel)
+
+
+READER = Reader(FORMAT, recognise, read_files)

@@ -16,7 +16,9 @@ import hashlib
 import json
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
 
 from reportgen.boundary import read_file
 from reportgen.bounded import TooComplex, load_json
@@ -24,11 +26,22 @@ from reportgen.ingest.common import (
     TEXT_BUDGET,
     LineIndex,
     MetricRows,
+    Reading,
     decode_text,
     duration_problem,
     is_number,
     json_entries,
     read_mapping,
+)
+from reportgen.ingest.scan import (
+    LFS,
+    Reader,
+    Scan,
+    Source,
+    folder_name,
+    parent,
+    parents,
+    path_ends_with,
 )
 from reportgen.model import (
     STOPPED_BY_LOOP,
@@ -300,3 +313,149 @@ def read_adapter(path: Path, rel: str) -> tuple[InputFile, dict]:
     data = read_mapping(path, info, "an adapter_config.json holds one JSON object") or {}
     keep = ("peft_type", "base_model_name_or_path", "revision", "r", "lora_alpha", "target_modules", "task_type")
     return info, {f"adapter.{k}": data[k] for k in keep if data.get(k) is not None}
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    name = PurePosixPath(rel).name
+    if name == STATE or sniff_state(head):
+        return "hf-state"
+    if name == "adapter_config.json" or sniff_adapter(head):
+        return "hf-adapter"
+    return None
+
+
+def claim_folders(scan: Scan) -> None:
+    """A Trainer output folder is the folder of a trainer_state.json, or the folder holding checkpoint-N/ ones."""
+    folders = set()
+    for rel, kind in scan.kinds.items():
+        if kind == "hf-state":
+            folder = parents(rel)[0]
+            folders.add(parent(folder) if CHECKPOINT_DIR.match(folder_name(folder)) else folder)
+    for folder in sorted(folders):
+        key = f"{FORMAT}:{folder or '.'}"
+        scan.run_folder(folder, Source(key, FORMAT, scan.name_of(folder), scan.shown_by(folder, (STATE,)), folder=folder))
+
+
+def read_files(scan: Scan) -> None:
+    for folder, key in sorted(scan.run_dirs.items()):
+        if scan.sources[key].format == FORMAT:
+            with scan.contained(f"{folder}/{STATE}" if folder else STATE, FORMAT):
+                scan.add(_read_folder(scan, folder, key))
+
+
+def _read_folder(scan: Scan, folder: str, run: str) -> Reading:
+    """A Trainer output folder: its checkpoints, the state of the last of them (or the folder's own, written
+    when training ended), the final model saved beside them, and the adapter's configuration."""
+    reading = Reading()
+    found, kinds = scan.found, scan.kinds
+    prefix = f"{folder}/" if folder else ""
+    members = set(scan.members(folder))
+    checkpoints: dict[str, set[str]] = {}
+    for rel in members:
+        parts = rel[len(prefix):].split("/")
+        if len(parts) == 2 and CHECKPOINT_DIR.match(parts[0]):
+            checkpoints.setdefault(parts[0], set()).add(parts[1])
+    pointers = {rel for rel in members if kinds.get(rel) == LFS}
+    found_checkpoints = []
+    for name in sorted(checkpoints, key=lambda n: int(CHECKPOINT_DIR.match(n).group(1))):
+        held = {n for n in checkpoints[name] if f"{prefix}{name}/{n}" in pointers}
+        found_checkpoints.append(checkpoint(scan.logs / prefix / name, prefix + name, run, checkpoints[name], held))
+    reading.events += found_checkpoints
+    by_path = {c.path: c for c in found_checkpoints}
+
+    final = prefix + STATE if prefix + STATE in found and prefix + STATE not in pointers else None
+    latest = next((f"{c.path}/{STATE}" for c in reversed(found_checkpoints)
+                   if f"{c.path}/{STATE}" in found and f"{c.path}/{STATE}" not in pointers), None)
+    main_state = final or latest
+    final_step: int | None = None
+    config: dict = {}
+    for rel in sorted(members):
+        kind = kinds.get(rel)
+        if kind == LFS:
+            reading.inputs.append(scan.pointer_file(rel))
+            scan.done(rel)
+        elif kind == "hf-state":
+            info, rows, events, parsed = read_state(found[rel][0], rel, run)
+            reading.inputs.append(info)
+            holder = by_path.get(parents(rel)[0])
+            if holder is not None:
+                holder.history = parsed.get("history")
+            if rel == main_state:
+                reading.frames.append(rows.frame())
+                reading.events += events
+                facts, stop = state_facts(run, rel, parsed, {PurePosixPath(c.path).name: c.path for c in found_checkpoints})
+                if final is None:
+                    facts.reason = f"no trainer_state.json in the output folder; {facts.reason} (from {rel})"
+                else:
+                    final_step = facts.last_step
+                reading.events.append(facts)
+                if stop is not None:
+                    reading.events.append(stop)
+            scan.done(rel)
+        elif kind == "hf-adapter" and rel == prefix + "adapter_config.json":
+            info, adapter = read_adapter(found[rel][0], rel)
+            reading.inputs.append(info)
+            config.update(adapter)
+            scan.done(rel)
+    top = {rel[len(prefix):] for rel in members if "/" not in rel[len(prefix):]}
+    saved = final_model(folder, run, top, final_step, {n for n in top if prefix + n in pointers})
+    if saved is not None:
+        reading.events.append(saved)
+    if main_state is None:
+        reading.events.append(RunFacts(run=run, format=FORMAT, evidence=scan.shown_by(folder, ()),
+                                       reason="checkpoint folders but no readable trainer_state.json anywhere"))
+    if config:
+        reading.events.append(RunFacts(run=run, format=FORMAT, evidence=Evidence(prefix + "adapter_config.json"),
+                                       config=config))
+    return reading
+
+
+def tensorboard_arguments(source: Source, texts: dict[str, str]) -> dict | None:
+    """The Trainer's TensorBoard writer logs its TrainingArguments as the text summary "args": their
+    output_dir names the Trainer folder the events belong to (a logging_dir outside it, say).
+
+    When that folder holds the events (output_dir/runs/<date_host>, the Trainer's default) and no
+    trainer_state.json made it a run folder, the events' run is that folder's: it takes its name."""
+    raw = texts.get("args/text_summary") or texts.get("args")
+    if raw is None:
+        return None
+    try:
+        args = load_json(raw)
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    if source.params is None:
+        source.params = {k: str(v) for k, v in args.items() if k in ("output_dir", "logging_dir", "run_name")}
+    output_dir = args.get("output_dir")
+    if isinstance(output_dir, str) and source.folder:
+        above = [f for f in parents(source.folder + "/x")[1:] if f and path_ends_with(output_dir, f)]
+        if above:
+            source.folder, source.name = above[0], folder_name(above[0])
+    return args
+
+
+def tensorboard_summary(rel: str, frame: pd.DataFrame, args: dict, facts: RunFacts) -> None:
+    """The Trainer logs its final training summary (train/train_runtime) once, when train() returns:
+    at max_steps it completed; short of max_steps the training loop stopped itself (a callback
+    such as EarlyStoppingCallback told it to)."""
+    column = next((c for c in ("train/train_runtime", "train_runtime") if c in frame.columns), None)
+    max_steps = args.get("max_steps")
+    max_steps = max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0 else None
+    facts.max_steps = max_steps
+    if column is None or not frame[column].notna().any():
+        return
+    row = frame.loc[frame[column].notna()].iloc[-1]
+    step = int(row["step"])
+    facts.evidence, facts.last_step = Evidence(rel, int(row["line"]) if pd.notna(row["line"]) else None), step
+    if max_steps is None or step >= max_steps:
+        of = f", max_steps {max_steps}" if max_steps else ""
+        facts.status, facts.reason = "completed", f"the Trainer's final training summary ({column}) is at step {step}{of}"
+    else:
+        facts.status = STOPPED_BY_LOOP
+        facts.reason = (f"the Trainer's final training summary ({column}) is at step {step} of max_steps {max_steps}: "
+                        "the training loop stopped itself before max_steps (a callback such as "
+                        "EarlyStoppingCallback told it to)")
+
+
+READER = Reader(FORMAT, recognise, read_files, claim_folders)

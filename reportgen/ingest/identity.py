@@ -12,7 +12,6 @@ past 0" are never evidence. The rules are listed in docs/formats.md ("Which file
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -25,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.ingest.common import PROGRESS_KEYS
+from reportgen.ingest.scan import Source, TextLog, path_parts
 from reportgen.ingest.textlog import Session
 from reportgen.model import (
     METRIC_FRAME_COLUMNS,
@@ -54,38 +54,6 @@ MIN_SHARED_VALUES = 3
 SAME_MOMENT_S = 2.0
 # Preference for naming a merged run: the source a user named most directly first.
 NAME_ORDER = ("reportgen-events", "hf-trainer", "lightning-csv", "tensorboard", "mlflow-sqlite", "mlflow-files")
-
-
-@dataclass
-class Source:
-    """One reader's unit of a run, keyed by the provisional run id its reader gave its records."""
-
-    key: str
-    format: str
-    name: str  # the run id it proposes: the folder's name, <name>/version_N, the MLflow run name, a native id
-    evidence: Evidence
-    folder: str | None = None  # its run folder under LOGS
-    version_name: str | None = None  # a Lightning logger's <name>/version_N
-    declared: bool = False  # a native run id: the user named the run
-    params: dict[str, str] | None = None  # an MLflow run's parameters
-    uuid: str | None = None  # an MLflow run's uuid
-    parent: str | None = None  # an MLflow run's parent run uuid (a nested run)
-    # A folder of Lightning checkpoints alone (a ModelCheckpoint dirpath outside the version folder):
-    # each checkpoint's hyperparameters, by its path; its checkpoints may be other runs'.
-    checkpoint_configs: dict[str, dict] | None = None
-
-
-@dataclass(eq=False)  # one per file or process: compared and hashed as itself
-class TextLog:
-    """A captured log, with its sessions (one per process) and messages."""
-
-    path: str
-    folder: str
-    sessions: list[Session]
-    messages: list[LogMessage]
-    owner: str | None  # the run whose folder holds it (a source key until merged)
-    name: str | None  # the run it names if it is a run of its own (oom-1.log -> oom-1)
-    linked: dict[int, str] = field(default_factory=dict)  # session index -> the run it was linked to
 
 
 def plain_config(config: dict) -> dict:
@@ -252,26 +220,15 @@ def _same_moments(a: _Trace, b: _Trace) -> tuple[int, float] | None:
     return len(common), float(np.median(np.abs(a.clock[1][ia] - b.clock[1][ib]))) / 1e9
 
 
-@functools.lru_cache(maxsize=65536)
-def _parts(path: str) -> tuple[str, ...]:
-    return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("/", "."))
-
-
 def _contains(path: str, folder: str) -> int:
     """How many parts of `folder` a path names: all of them, contiguous, or 0."""
-    inner, outer = _parts(folder), _parts(path)
+    inner, outer = path_parts(folder), path_parts(path)
     if not inner:
         return 0
     for i in range(len(outer) - len(inner), -1, -1):
         if outer[i:i + len(inner)] == inner:
             return len(inner)
     return 0
-
-
-def path_ends_with(path: str, folder: str) -> bool:
-    """A path from the training machine ends with every part of `folder` (a folder under LOGS)."""
-    inner, outer = _parts(folder), _parts(path)
-    return bool(inner) and outer[-len(inner):] == inner
 
 
 def _span(steps: list[int]) -> str:
@@ -1118,10 +1075,10 @@ def _checkpoint_named(target: str, checkpoints: list[Checkpoint]) -> Checkpoint 
     """The checkpoint under LOGS a path from the training machine names: the longest common ending.
 
     At least the checkpoint's own name and its folder must match (`run-1/checkpoint-20`)."""
-    parts = _parts(target)
+    parts = path_parts(target)
     best, best_len = None, 1
     for check in checkpoints:
-        own = _parts(check.path)
+        own = path_parts(check.path)
         common = 0
         while common < min(len(own), len(parts)) and own[-1 - common] == parts[-1 - common]:
             common += 1

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reportgen.ingest.common import (
     MetricRows,
+    Reading,
     csv_lines,
     decode_text,
     quoted,
@@ -24,8 +25,17 @@ from reportgen.ingest.common import (
     row_kind,
     text_lines,
 )
+from reportgen.ingest.scan import (
+    LFS,
+    Reader,
+    Scan,
+    Source,
+    folder_name,
+    parent,
+    parents,
+)
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
-from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile
+from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "lightning-csv"
 
@@ -196,3 +206,115 @@ def max_steps(hparams: dict) -> int | None:
         return value
     return None
 
+
+
+VERSION_DIR = re.compile(r"^version_(\d+)$")
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    name = PurePosixPath(rel).name
+    if head.startswith(b"PK\x03\x04") and name.endswith(".ckpt"):
+        return "ckpt"
+    if sniff_metrics(head, name):
+        return "lightning-metrics"
+    if name == "hparams.yaml":
+        return "hparams"
+    return None
+
+
+def claim_folders(scan: Scan) -> None:
+    """A Lightning version folder is the folder of a metrics.csv or hparams.yaml (a version_N folder for other
+    CSV names), or the folder above the checkpoints/ of .ckpt files; a Trainer output folder is never one."""
+    folders = set()
+    for rel, kind in scan.kinds.items():
+        name = PurePosixPath(rel).name
+        if kind not in ("lightning-metrics", "hparams", "ckpt") and not (kind == LFS and name.endswith(".ckpt")):
+            continue
+        folder = parents(rel)[0]
+        if kind in ("ckpt", LFS) and folder_name(folder) == "checkpoints":
+            folder = parent(folder)
+        if folder in scan.run_dirs:
+            continue
+        if kind == "lightning-metrics" and name != "metrics.csv" and not VERSION_DIR.match(folder_name(folder)):
+            continue
+        folders.add(folder)
+    for folder in sorted(folders):
+        key = f"{FORMAT}:{folder or '.'}"
+        version = VERSION_DIR.match(folder_name(folder))
+        name = f"{scan.name_of(parent(folder))}/{folder_name(folder)}" if version else scan.name_of(folder)
+        scan.run_folder(folder, Source(key, FORMAT, name, scan.shown_by(folder, ("metrics.csv", "hparams.yaml")),
+                                       folder=folder, version_name=name if version else None))
+
+
+def read_files(scan: Scan) -> None:
+    """Each version folder on its own: which version continues which is decided from evidence, later."""
+    for folder, key in sorted(scan.run_dirs.items()):
+        if scan.sources[key].format != FORMAT:
+            continue
+        with scan.contained(scan.sources[key].evidence.path or folder, FORMAT):
+            reading, limit = _read_folder(scan, folder, key)
+            scan.add(reading)
+            facts = next(e for e in reading.events if isinstance(e, RunFacts))
+            scan.limits[key] = (facts, limit)
+
+
+def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None]:
+    """A Lightning version folder, and the max_steps its hyperparameters name (None if none)."""
+    reading = Reading()
+    found, kinds = scan.found, scan.kinds
+    prefix = f"{folder}/" if folder else ""
+    hparams: dict = {}
+    last_metric_step = None
+    checkpoint_steps = []
+    for rel in scan.members(folder):
+        kind = kinds.get(rel)
+        if kind == "lightning-metrics":
+            info, rows, evals = read_metrics(found[rel][0], rel, run)
+            reading.inputs.append(info)
+            frame = rows.frame()
+            reading.frames.append(frame)
+            if len(frame):
+                last_metric_step = int(frame["step"].max())
+            reading.events += [Evaluation(run, step, None, ev, metrics) for step, ev, metrics in evals]
+            scan.done(rel)
+        elif kind == "hparams" and rel == prefix + "hparams.yaml":
+            info, hparams = read_hparams(found[rel][0], rel)
+            reading.inputs.append(info)
+            scan.done(rel)
+        elif kind == "ckpt":
+            info, check, check_hparams = read_checkpoint(found[rel][0], rel, run)
+            reading.inputs.append(info)
+            if check is not None:
+                reading.events.append(check)
+                if check.step is not None:
+                    checkpoint_steps.append((check.step, rel, check_hparams))
+            scan.done(rel)
+        elif kind == LFS and rel.endswith(".ckpt"):
+            pointer = scan.pointer(rel) or "a Git LFS pointer"
+            reading.inputs.append(scan.pointer_file(rel))
+            reading.events.append(pointer_checkpoint(rel, run, pointer))
+            scan.done(rel)
+    limit = max_steps(hparams) or next((max_steps(h) for _s, _r, h in checkpoint_steps if max_steps(h)), None)
+    shown_by = next((prefix + name for name in ("metrics.csv", "hparams.yaml") if prefix + name in found), folder)
+    logged = any(k in ("lightning-metrics", "hparams", "tensorboard") for r, k in kinds.items() if r.startswith(prefix))
+    if checkpoint_steps and not logged:  # checkpoints alone: a ModelCheckpoint dirpath of its own
+        scan.sources[run].checkpoint_configs = {rel: h for _s, rel, h in checkpoint_steps if h}
+        configs = [h for _s, _r, h in checkpoint_steps if h]
+        if configs and all(h == configs[0] for h in configs):
+            hparams = configs[0]
+    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(shown_by or "."),
+                     config={"hparams": hparams} if hparams else None, max_steps=limit)
+    reached = max([s for s, _r, _h in checkpoint_steps] + ([last_metric_step + 1] if last_metric_step is not None else []),
+                  default=None)
+    if limit is not None and reached is not None and reached >= limit:
+        facts.status = "completed"
+        facts.reason = f"reached max_steps {limit} (hyperparameters)"
+        best = max(checkpoint_steps, default=None)
+        if best is not None and best[0] >= limit:
+            facts.evidence = Evidence(best[1])
+    facts.last_step = reached
+    reading.events.append(facts)
+    return reading, limit
+
+
+READER = Reader(FORMAT, recognise, read_files, claim_folders)

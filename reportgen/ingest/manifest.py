@@ -20,9 +20,10 @@ against the plan (reportgen.verify). Each entry keeps the line it starts on, for
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from reportgen.ingest.common import read_document, read_mapping
+from reportgen.ingest.common import Reading, read_document, read_mapping
+from reportgen.ingest.scan import Reader, Scan
 from reportgen.model import Evidence, InputFile, ManifestEntry
 
 FORMAT = "manifest"
@@ -108,3 +109,20 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[ManifestEntry]]:
 def _str(item: dict, key: str) -> str | None:
     value = item.get(key)
     return None if value is None else str(value)
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    return "manifest" if sniff(head, PurePosixPath(rel).name) else None
+
+
+def read_files(scan: Scan) -> None:
+    """Deliverables manifests: what the campaign produced; their files are checked at build time."""
+    for rel in scan.files("manifest"):
+        with scan.contained(rel, FORMAT):
+            info, entries = read(scan.found[rel][0], rel)
+            scan.add(Reading([info], [], list(entries)))
+            scan.entries += entries
+        scan.done(rel)
+
+
+READER = Reader(FORMAT, recognise, read_files)

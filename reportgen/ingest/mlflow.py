@@ -46,6 +46,7 @@ from reportgen.ingest.common import (
     row_kind,
     text_lines,
 )
+from reportgen.ingest.scan import Reader, Scan, Source, folder_name, parents
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 SQLITE_FORMAT = "mlflow-sqlite"
@@ -298,3 +299,65 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
             reading.events += _eval_event(run_id, step, at, Evidence(rel, number), {key: value})
         reading.frames.append(rows.frame())
     return reading, source
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    if sniff_sqlite(head):
+        return "sqlite"
+    if PurePosixPath(rel).name == "meta.yaml" and is_run_meta(head):
+        return "mlflow-run-meta"
+    return None
+
+
+def claim_folders(scan: Scan) -> None:
+    """A file store's run folder (the folder of a run's meta.yaml) is a run folder: what its artifacts/
+    hold (a TensorBoard file, a captured log) belongs to that run."""
+    for rel in scan.files("mlflow-run-meta"):
+        folder = parents(rel)[0]
+        if folder not in scan.run_dirs:
+            scan.run_folder(folder, Source(folder, FILES_FORMAT, folder_name(folder), Evidence(rel)))
+
+
+def read_files(scan: Scan) -> None:
+    for rel in scan.files("sqlite"):
+        wal = rel + WAL_SUFFIX
+        with scan.contained(rel, SQLITE_FORMAT):
+            logged = wal in scan.found and len(scan.found[wal][1]) > 0  # its first bytes: not empty
+            read = read_sqlite(scan.found[rel][0], rel, scan.found[wal][0] if logged else None)
+            if read is not None:
+                reading, runs = read
+                scan.add(reading)
+                _sources(scan, runs, SQLITE_FORMAT)
+                scan.done(rel)
+                _store_parts(scan, rel, logged)
+    readable = sorted(scan.found)
+    for rel in scan.files("mlflow-run-meta"):
+        with scan.contained(rel, FILES_FORMAT):
+            reading, run = read_file_run(scan.logs / parents(rel)[0], scan.logs, readable)
+            scan.add(reading)
+            _sources(scan, [run], FILES_FORMAT)
+            for info in reading.inputs:
+                scan.done(info.path)
+    for rel in scan.files(None):
+        if PurePosixPath(rel).name == "meta.yaml" and b"experiment_id:" in scan.found[rel][1]:
+            scan.add(Reading([InputFile(rel, FILES_FORMAT, records=1)]))  # an experiment's
+            scan.done(rel)
+
+
+def _store_parts(scan: Scan, rel: str, logged: bool) -> None:
+    """The -wal and -shm files beside an MLflow store: listed as parts of it, never as unknown files."""
+    for part, note in store_parts(rel, logged):
+        if part in scan.found and part not in scan.claimed:
+            info = InputFile(part, SQLITE_FORMAT, records=0)
+            info.notes.append(note)
+            scan.add(Reading([info]))
+            scan.done(part)
+
+
+def _sources(scan: Scan, runs: list[MlflowRun], fmt: str) -> None:
+    for run in runs:
+        scan.sources[run.key] = Source(run.key, fmt, run.name or run.uuid, run.evidence, params=run.params,
+                                       uuid=run.uuid, parent=run.parent)
+
+
+READER = Reader(SQLITE_FORMAT, recognise, read_files, claim_folders)

@@ -35,10 +35,12 @@ from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
     MAX_COUNT,
+    Reading,
     duration_problem,
     log_time,
     read_log,
 )
+from reportgen.ingest.scan import Reader, Scan, Source, parents
 from reportgen.model import (
     MAX_PROBLEMS_PER_FILE,
     METRIC_FRAME_COLUMNS,
@@ -659,3 +661,23 @@ def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = Fals
     if isinstance(event, Evaluation):
         row = {"line": line, "run": event.run, "kind": "eval", "step": event.step, "ts": event.at}
         out.metric_rows.append({**row, **event.metrics})
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    return "native" if sniff(head) else None
+
+
+def read_files(scan: Scan) -> None:
+    """Native event logs name their runs inside; their folders name the runs for text logs."""
+    for rel in scan.files("native"):
+        with scan.contained(rel, FORMAT):
+            log = read(scan.found[rel][0], rel)
+            scan.add(Reading([log.input], [log.metrics], log.events))
+            named = {e.run for e in log.events if getattr(e, "run", None)} | {str(r) for r in log.metrics["run"].unique()}
+            scan.native_runs.setdefault(parents(rel)[0], set()).update(named)
+            for run in sorted(named):
+                scan.sources.setdefault(run, Source(run, FORMAT, run, Evidence(rel), declared=True))
+        scan.done(rel)
+
+
+READER = Reader(FORMAT, recognise, read_files)

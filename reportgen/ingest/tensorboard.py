@@ -28,8 +28,16 @@ import pandas as pd
 import pyarrow as pa
 
 from reportgen.boundary import read_file
-from reportgen.ingest.common import EPOCH_END, LOG_BUDGET, is_eval, metric_frame
-from reportgen.model import InputFile
+from reportgen.ingest import hf
+from reportgen.ingest.common import (
+    EPOCH_END,
+    LOG_BUDGET,
+    Reading,
+    is_eval,
+    metric_frame,
+)
+from reportgen.ingest.scan import Reader, Scan, Source, parents
+from reportgen.model import Decision, Evidence, InputFile, LogMessage, RunFacts
 
 FORMAT = "tensorboard"
 _HEADER = struct.Struct("<QI")
@@ -366,3 +374,58 @@ def writer_process(rel: str) -> tuple[str, int] | None:
     """(host, pid) of the process that wrote an event file, from the name TensorBoard's writers give it."""
     match = _FILE_NAME.match(PurePosixPath(rel).name)
     return (match.group(2), int(match.group(3))) if match else None
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    return FORMAT if PurePosixPath(rel).name.startswith("events.out.tfevents") or sniff(head) else None
+
+
+def read_files(scan: Scan) -> None:
+    """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
+    files: dict[str, list[tuple[int, str]]] = {}
+    for rel in scan.files(FORMAT):
+        with scan.contained(rel, FORMAT):
+            _read_one(scan, rel, files)
+        scan.done(rel)
+    for key, starts in files.items():
+        _restarts(scan, key, sorted(starts))
+
+
+def _read_one(scan: Scan, rel: str, files: dict[str, list[tuple[int, str]]]) -> None:
+    """One TensorBoard file: in a run's folder it belongs to that run; elsewhere its folder is a source."""
+    owner = scan.owner(rel)
+    folder = parents(rel)[0]
+    key = owner or f"{FORMAT}:{folder or '.'}"
+    if owner is None and key not in scan.sources:
+        scan.sources[key] = Source(key, FORMAT, scan.name_of(folder), Evidence(rel), folder=folder)
+    texts: dict[str, str] = {}
+    info, frame = read(scan.found[rel][0], rel, key, texts)
+    args = hf.tensorboard_arguments(scan.sources[key], texts) if owner is None else None
+    if len(frame):
+        files.setdefault(key, []).append((int(frame["step"].min()), rel))
+    facts = RunFacts(run=key, format=FORMAT, evidence=Evidence(rel))
+    if info.cut_off and owner is None:
+        facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
+    elif args is not None:
+        hf.tensorboard_summary(rel, frame, args, facts)
+    if owner in scan.limits and len(frame):
+        scan.reached(owner, int(frame["step"].max()) + 1, rel)
+    scan.add(Reading([info], [frame], [facts]))
+
+
+def _restarts(scan: Scan, key: str, starts: list[tuple[int, str]]) -> None:
+    """A later file of another writer process, starting at a later step, is a restart; one of the
+    same process (a writer reopened for a final evaluation, say) is the same run going on."""
+    first_step, first = starts[0]
+    for step, rel in starts[1:]:
+        same = writer_process(rel)
+        if same is not None and same == writer_process(first):
+            text = (f"{PurePosixPath(rel).name} was written by the same process (host {same[0]}, pid {same[1]}) "
+                    f"as {PurePosixPath(first).name}: one run going on, not a restart")
+            scan.notes.append((key, Decision("merged", "same-process", text, (Evidence(first), Evidence(rel)))))
+        elif step > first_step:
+            message = f"a new TensorBoard file of another process starts at step {step}: the run was restarted and resumed"
+            scan.add(Reading(events=[LogMessage(key, "resumed", message, Evidence(rel))]))
+
+
+READER = Reader(FORMAT, recognise, read_files)

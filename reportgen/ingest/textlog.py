@@ -32,9 +32,16 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from reportgen.ingest.common import TEXT_BUDGET, decode_text, read_log, text_lines
+from reportgen.ingest.common import (
+    TEXT_BUDGET,
+    Reading,
+    decode_text,
+    read_log,
+    text_lines,
+)
+from reportgen.ingest.scan import Reader, Scan, TextLog, parents
 from reportgen.model import Evidence, InputFile, LogMessage
 
 FORMAT = "text-log"
@@ -378,3 +385,34 @@ def _progress(line: str, number: int, add) -> None:
             continue
         if number_value is not None and not math.isfinite(number_value):
             add("non_finite", number, f"the Trainer printed {key}={value}", target=key)
+
+
+# Text-log names too generic to name a run on their own.
+GENERIC_STEMS = {"train", "training", "stdout", "stderr", "log", "logs", "output", "out", "err", "nohup", "console", "run"}
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    return "text" if sniff(head, PurePosixPath(rel).name) else None
+
+
+def read_files(scan: Scan) -> None:
+    """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
+    linked to a run, or left apart, by identity."""
+    for rel in scan.files("text"):
+        with scan.contained(rel, FORMAT):
+            info, messages, sessions = read(scan.found[rel][0], rel)
+            folder = parents(rel)[0]
+            owner = scan.owner(rel)
+            natives = scan.native_runs.get(folder, set())
+            if owner is None and len(natives) == 1:
+                owner = next(iter(natives))
+            for message in messages:
+                message.run = owner
+            stem = PurePosixPath(rel).stem
+            name = stem if stem.lower() not in GENERIC_STEMS else scan.name_of(folder)
+            scan.texts.append(TextLog(rel, folder, sessions, messages, owner, name))
+            scan.add(Reading([info], [], list(messages)))
+        scan.done(rel)
+
+
+READER = Reader(FORMAT, recognise, read_files)

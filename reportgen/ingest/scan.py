@@ -1,0 +1,227 @@
+"""One pass over LOGS, and the interface every format's reader implements.
+
+A format is one module with one `Reader`: how it recognises a file by its content (and name),
+which folders it claims as run folders, and how it reads its files into facts. The registry in
+ingest/formats.py lists the readers in order; that order is the order files are recognised in
+(the first reader that recognises a file takes it) and the order the readers read in.
+
+The scan holds what the readers share: every file found with its first bytes, the kind each was
+recognised as, the run folders claimed, the sources (one reader's unit of a run, keyed by the
+provisional run id it gave its records), and the readings. Which sources are one run is decided
+afterwards, from evidence, by ingest/identity.py.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from reportgen.ingest.common import Reading
+from reportgen.lfs import LFS_FORMAT, lfs_pointer
+from reportgen.model import (
+    Decision,
+    Evidence,
+    InputFile,
+    LogMessage,
+    ManifestEntry,
+    RunFacts,
+)
+
+if TYPE_CHECKING:
+    from reportgen.ingest.textlog import Session
+
+LFS = "lfs"  # the kind of a Git LFS pointer, whatever file it stands for
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One format's reader.
+
+    recognise(rel, head): the kind of file this reader reads (a name of its own, such as
+        "hf-state"), from the file's path under LOGS and its first bytes; None when it is not one.
+    read(scan): read every file of its kinds that no reader has taken yet (`scan.files(kind)`),
+        each through `scan.contained`, adding readings and sources, and marking each file read
+        (`scan.done`).
+    claim(scan): before any reader reads, register the folders this format makes run folders
+        (`scan.run_folder`): the files below one belong to its run (a TensorBoard file, a text log).
+    """
+
+    format: str
+    recognise: Callable[[str, bytes], str | None]
+    read: Callable[[Scan], None]
+    claim: Callable[[Scan], None] | None = None
+
+
+@dataclass
+class Source:
+    """One reader's unit of a run, keyed by the provisional run id its reader gave its records."""
+
+    key: str
+    format: str
+    name: str  # the run id it proposes: the folder's name, <name>/version_N, the MLflow run name, a native id
+    evidence: Evidence
+    folder: str | None = None  # its run folder under LOGS
+    version_name: str | None = None  # a Lightning logger's <name>/version_N
+    declared: bool = False  # a native run id: the user named the run
+    params: dict[str, str] | None = None  # an MLflow run's parameters
+    uuid: str | None = None  # an MLflow run's uuid
+    parent: str | None = None  # an MLflow run's parent run uuid (a nested run)
+    # A folder of Lightning checkpoints alone (a ModelCheckpoint dirpath outside the version folder):
+    # each checkpoint's hyperparameters, by its path; its checkpoints may be other runs'.
+    checkpoint_configs: dict[str, dict] | None = None
+
+
+@dataclass(eq=False)  # one per file or process: compared and hashed as itself
+class TextLog:
+    """A captured log, with its sessions (one per process) and messages."""
+
+    path: str
+    folder: str
+    sessions: list[Session]
+    messages: list[LogMessage]
+    owner: str | None  # the run whose folder holds it (a source key until merged)
+    name: str | None  # the run it names if it is a run of its own (oom-1.log -> oom-1)
+    linked: dict[int, str] = field(default_factory=dict)  # session index -> the run it was linked to
+
+
+@functools.lru_cache(maxsize=65536)
+def path_parts(path: str) -> tuple[str, ...]:
+    """The parts of a path as a training machine wrote it (POSIX or Windows separators)."""
+    return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("/", "."))
+
+
+def path_ends_with(path: str, folder: str) -> bool:
+    """A path from the training machine ends with every part of `folder` (a folder under LOGS)."""
+    inner, outer = path_parts(folder), path_parts(path)
+    return bool(inner) and outer[-len(inner):] == inner
+
+
+def parents(rel: str) -> list[str]:
+    """The folders holding rel, nearest first ('' is LOGS itself)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def folder_name(folder: str) -> str:
+    return PurePosixPath(folder).name
+
+
+def parent(folder: str) -> str:
+    above = PurePosixPath(folder).parent.as_posix()
+    return "" if above == "." else above
+
+
+class Scan:
+    """Every file found under LOGS (path -> (file, first bytes)), what each was recognised as, and
+    what the readers made of them. Each file is read once: a reader marks it done."""
+
+    def __init__(self, logs: Path, found: dict[str, tuple[Path, bytes]], readers: tuple[Reader, ...],
+                 progress: Callable[[str], None] | None = None):
+        self.logs, self.found, self.progress = logs, found, progress
+        self.kinds = {rel: recognise(readers, rel, head) for rel, (_path, head) in found.items()}
+        self.readings: list[Reading] = []
+        self.claimed: set[str] = set()
+        self.sources: dict[str, Source] = {}
+        self.texts: list[TextLog] = []
+        self.notes: list[tuple[str, Decision]] = []  # decisions a reader made within one source
+        self.run_dirs: dict[str, str] = {}  # run folder -> its source key
+        self.native_runs: dict[str, set[str]] = {}  # folder -> runs named in its native event logs
+        self.entries: list[ManifestEntry] = []  # deliverables manifests' entries
+        # Sources whose completion is decided by how far another file shows them: facts and max_steps.
+        self.limits: dict[str, tuple[RunFacts, int | None]] = {}
+
+    # What the readers call.
+
+    def files(self, kind: str | None) -> list[str]:
+        """The files recognised as `kind` that no reader has taken yet, in path order."""
+        return sorted(rel for rel, k in self.kinds.items() if k == kind and rel not in self.claimed)
+
+    def members(self, folder: str) -> list[str]:
+        """Every file found below a folder ('' is LOGS), in path order."""
+        prefix = f"{folder}/" if folder else ""
+        return sorted(rel for rel in self.found if rel.startswith(prefix))
+
+    def done(self, rel: str) -> None:
+        self.claimed.add(rel)
+        if self.progress:
+            self.progress(rel)
+
+    def add(self, reading: Reading) -> None:
+        self.readings.append(reading)
+
+    @contextmanager
+    def contained(self, rel: str, fmt: str | None) -> Iterator[None]:
+        """A reader that fails on a file it did not foresee fails for that file alone: the file is
+        listed with what went wrong, and the rest of the campaign is read."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - any failure of one reader is that file's problem
+            info = InputFile(rel, fmt)
+            what = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            info.problem(None, f"reportgen could not read this file ({type(error).__name__}{': ' + what if what else ''}); "
+                         "the rest of the campaign was read. Please report it with the file")
+            self.readings.append(Reading([info]))
+            self.claimed.add(rel)
+
+    def run_folder(self, folder: str, source: Source) -> None:
+        """A folder is a run folder: the files below it belong to `source` (unless a nearer run folder holds them)."""
+        self.run_dirs[folder] = source.key
+        self.sources[source.key] = source
+
+    def owner(self, rel: str) -> str | None:
+        """The source whose run folder holds rel (the nearest)."""
+        return next((self.run_dirs[f] for f in parents(rel) if f in self.run_dirs), None)
+
+    def name_of(self, folder: str) -> str:
+        """The run name a folder proposes: its own name; LOGS itself is named after LOGS."""
+        return folder_name(folder) or self.logs.resolve().name or "logs"
+
+    def shown_by(self, folder: str, names: tuple[str, ...]) -> Evidence:
+        """The file that stands for a run folder in evidence: the first of `names` it holds, else its first file."""
+        prefix = f"{folder}/" if folder else ""
+        for name in names:
+            if prefix + name in self.found:
+                return Evidence(prefix + name)
+        inside = self.members(folder)
+        return Evidence(inside[0] if inside else folder or ".")
+
+    def pointer(self, rel: str) -> str | None:
+        """What a Git LFS pointer says it stands for (None: the file is no pointer)."""
+        return lfs_pointer(self.found[rel][1]) if self.kinds.get(rel) == LFS else None
+
+    def pointer_file(self, rel: str) -> InputFile:
+        """A Git LFS pointer's InputFile: named as a pointer, never read as the file it stands for."""
+        info = InputFile(rel, LFS_FORMAT)
+        info.problem(None, self.pointer(rel) or lfs_pointer(self.found[rel][1]) or "a Git LFS pointer")
+        return info
+
+    def reached(self, key: str, reached: int, rel: str) -> None:
+        """A source whose completion is decided by max_steps (scan.limits) was shown at `reached` steps by rel."""
+        facts, limit = self.limits[key]
+        facts.last_step = max(facts.last_step or 0, reached)
+        if limit is not None and reached >= limit and facts.status is None:
+            facts.status, facts.reason = "completed", f"reached max_steps {limit} (hyperparameters; steps logged in {rel})"
+
+
+def recognise(readers: tuple[Reader, ...], rel: str, head: bytes) -> str | None:
+    """The kind of a file: a Git LFS pointer whatever its name, else the first reader's that recognises it."""
+    if lfs_pointer(head):
+        return LFS
+    for reader in readers:
+        kind = reader.recognise(rel, head)
+        if kind is not None:
+            return kind
+    return None
+
+
+def read_all(scan: Scan, readers: tuple[Reader, ...]) -> None:
+    """Every reader claims its run folders, then every reader reads its files, in registry order."""
+    for reader in readers:
+        if reader.claim is not None:
+            reader.claim(scan)
+    for reader in readers:
+        reader.read(scan)
