@@ -377,6 +377,8 @@ class Campaign:
     manifest: list[ManifestEntry] = field(default_factory=list)
     problems: list[tuple[Evidence, str]] = field(default_factory=list)
     unlinked: list[UnlinkedSource] = field(default_factory=list)
+    # Per file, the metrics read under another name than the file spells them (loss -> train/loss).
+    spellings: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def training_runs(self) -> list[Run]:
         return [run for run in self.runs.values() if run.kind == "training"]

@@ -83,7 +83,8 @@ def test_one_run_merges_its_trainer_state_tensorboard_and_train_log(inspected):
     assert any(s.startswith("hf/hf-clean/runs/") for s in run["sources"])
     assert (run["first_step"], run["last_step"]) == (5, 30)
     assert run["started_at"] is not None  # from TensorBoard's wall times; trainer_state has none
-    assert {"loss", "eval_loss", "grad_norm", "train/loss"} <= set(run["metrics"])
+    assert {"loss", "eval_loss", "grad_norm"} <= set(run["metrics"])
+    assert "train/loss" not in run["metrics"]  # TensorBoard's spelling of the Trainer's loss: one metric
     assert run["non_finite"] == []
 
 
@@ -484,3 +485,32 @@ def test_tensorboard_beside_mlflow_runs_but_outside_them_is_its_own_source(tmp_p
     shutil.copy(TB_FILE, logs / "mlruns" / MLFLOW_EXPERIMENT.name / "tb" / TB_FILE.name)
     runs = ingest(logs).runs
     assert any(r.formats == ["tensorboard"] for r in runs.values())
+
+
+def test_tensorboard_train_loss_and_the_trainers_loss_are_one_metric(tmp_path):
+    """The Trainer's TensorBoard writer logs train/loss, its trainer_state.json loss: one metric, two sources."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "hf" / "hf-clean", logs / "hf-clean")
+    campaign = ingest(logs)
+    frame = campaign.metrics
+    assert "train/loss" not in frame.columns
+    logged = frame.loc[frame["loss"].notna(), "path"].astype(str)
+    assert any(p.endswith("trainer_state.json") for p in logged)
+    tb = sorted({p for p in logged if "tfevents" in p})
+    assert tb, "the TensorBoard rows are rows of loss"
+    notes = {i.path: i.notes for i in campaign.inputs}
+    assert any("train/loss of run hf-clean is read as loss" in n for n in notes[tb[0]])
+
+
+def test_one_file_logging_both_spellings_keeps_two_metrics(tmp_path):
+    """Counter-example: a file that logs loss and train/loss logs two metrics; neither is folded into the other."""
+    logs = tmp_path / "logs"
+    (logs / "runs" / "r1").mkdir(parents=True)
+    lines = ['{"ts":"2026-11-03T04:15:00Z","type":"run_start","run":"r1"}']
+    for step in (10, 20, 30):
+        lines.append(json.dumps({"ts": f"2026-11-03T04:{15 + step // 10:02d}:00Z", "type": "metric", "run": "r1",
+                                 "step": step, "metrics": {"loss": 1.0 / step, "train/loss": 2.0 / step}}))
+    (logs / "runs" / "r1" / "events.jsonl").write_text("\n".join(lines) + "\n")
+    frame = ingest(logs).metrics
+    assert frame["loss"].notna().sum() == 3 and frame["train/loss"].notna().sum() == 3
+    assert frame["train/loss"].dropna().tolist() == [0.2, 0.1, 2.0 / 30]

@@ -133,7 +133,7 @@ def test_trainer_overflow_stops_at_the_first_affected_step_with_evidence(trainer
     assert '"grad_norm": NaN,' in entry and '"step": 15' in entry  # the cited log entry
     # Watching the loss alone, the Trainer's filtered window (loss 0.0, grad_norm NaN) still counts.
     assert stops[("hf-nan", "S1-loss")].step == 20
-    assert "not watched by this rule: grad_norm, train/grad_norm already not finite from step 15" in stops[("hf-nan", "S1-loss")].reason
+    assert "not watched by this rule: grad_norm already not finite from step 15" in stops[("hf-nan", "S1-loss")].reason
     assert analysis.statuses["hf-nan"].status == "stopped"
     assert "went on to its end" in analysis.statuses["hf-nan"].reason
 
@@ -391,3 +391,31 @@ def test_a_non_finite_loss_only_a_text_log_reports_still_stops_the_run(sample_pl
     _, stops = ledger(plan, tmp_path / "logs")
     assert stops[("run-7", "NF")].step == 120
     assert stops[("run-7", "NF")].evidence[0].line == 2
+
+
+def _events(path: Path, run: str, nan_steps: set[int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"ts": "2026-11-03T04:00:00Z", "type": "run_start", "run": run})]
+    for step in range(10, 70, 10):
+        value = "NaN" if step in nan_steps else str(1.0 / step)
+        lines.append('{"ts": "2026-11-03T04:%02d:00Z", "type": "metric", "run": "%s", "step": %d, "metrics": {"loss": %s}}'
+                     % (step // 10, run, step, value))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_one_non_finite_window_two_files_show_is_one_window_with_both_as_evidence(tmp_path):
+    from reportgen.analysis.nonfinite import non_finite
+    _events(tmp_path / "a" / "events.jsonl", "r1", {30, 40})
+    _events(tmp_path / "b" / "events.jsonl", "r1", {30, 40})
+    windows = non_finite(ingest(tmp_path))["r1"]
+    assert [(w.step, w.last_step, w.count) for w in windows] == [(30, 40, 2)]
+    assert [e.path for e in windows[0].evidence] == ["a/events.jsonl", "b/events.jsonl"]
+
+
+def test_two_files_with_other_non_finite_spans_keep_a_window_each(tmp_path):
+    """Counter-example: windows are one only when their steps and row counts agree."""
+    from reportgen.analysis.nonfinite import non_finite
+    _events(tmp_path / "a" / "events.jsonl", "r1", {30, 40})
+    _events(tmp_path / "b" / "events.jsonl", "r1", {30, 40, 50})
+    windows = non_finite(ingest(tmp_path))["r1"]
+    assert sorted((w.step, w.last_step, w.count) for w in windows) == [(30, 40, 2), (30, 50, 3)]

@@ -44,16 +44,24 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
         if not bad.any():
             continue
         rows = frame.loc[logged, ["run", "path", "line", "step", "ts"]].assign(bad=bad[logged])
-        # A window is a stretch of consecutive logged rows (of this metric, in one file) that are not finite.
+        # A window is a stretch of consecutive logged rows (of this metric, in one file) that are not finite;
+        # two files of one run (its trainer_state.json and its TensorBoard events) showing the same window
+        # show one window, with both as evidence.
+        seen: dict[tuple, NonFinite] = {}
         for (run, path), group in rows.groupby(["run", "path"], sort=True):
             flags = np.concatenate(([False], group["bad"].to_numpy(), [False]))
             edges = np.flatnonzero(flags[1:] != flags[:-1])
             for start, stop in zip(edges[::2], edges[1::2] - 1):
                 first, last = group.iloc[start], group.iloc[stop]
-                out.setdefault(str(run), []).append(NonFinite(
-                    str(run), name, _int(first["step"]), _int(last["step"]), int(stop - start + 1),
-                    [Evidence(str(path), _int(first["line"]))],
-                    at=None if pd.isna(first["ts"]) else first["ts"].to_pydatetime()))
+                span = (str(run), _int(first["step"]), _int(last["step"]), int(stop - start + 1))
+                evidence = Evidence(str(path), _int(first["line"]))
+                if span in seen and span[1] is not None:
+                    seen[span].evidence.append(evidence)
+                    seen[span].at = seen[span].at or (None if pd.isna(first["ts"]) else first["ts"].to_pydatetime())
+                    continue
+                seen[span] = window = NonFinite(str(run), name, *span[1:], [evidence],
+                                                at=None if pd.isna(first["ts"]) else first["ts"].to_pydatetime())
+                out.setdefault(str(run), []).append(window)
     for message in campaign.messages:
         if message.kind == "non_finite" and message.run is not None:
             metric = message.target or "loss"

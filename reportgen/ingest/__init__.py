@@ -16,6 +16,7 @@ from reportgen.errors import InputError, during
 from reportgen.ingest import bench, formats, identity
 from reportgen.ingest.identity import config_id
 from reportgen.model import (
+    METRIC_FRAME_COLUMNS,
     Campaign,
     Checkpoint,
     CheckpointOp,
@@ -152,6 +153,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         merged = identity.merge(campaign, scanned.sources, scanned.notes)
         _set_apart(campaign, merged.containers, scanned.sources)
         identity.rename(campaign, merged.renames, scanned.text_logs)
+        _one_name_per_metric(campaign)
     campaign.problems.extend(merged.problems)
     with during("building the runs"):
         if len(campaign.metrics):
@@ -163,6 +165,42 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         _one_per_evaluation(campaign)
         _time_evaluations(campaign)
     return campaign
+
+
+def _one_name_per_metric(campaign: Campaign) -> None:
+    """One metric of one run logged by two loggers under two spellings (TensorBoard's train/loss, the
+    Trainer's loss) is one metric: the rows of the file that spells it otherwise move to the run's own
+    name, with a note on that file. Never within one file: a file that logs both names logs two metrics."""
+    metrics = campaign.metrics
+    if not len(metrics):
+        return
+    spelled = [c for c in metrics.columns if c not in METRIC_FRAME_COLUMNS and identity.canonical_metric(c) != c
+               and identity.canonical_metric(c) in metrics.columns]
+    if not spelled:
+        return
+    notes: dict[str, list[str]] = {}
+    runs = metrics["run"].to_numpy()
+    paths = metrics["path"].astype(str).to_numpy()
+    for column in spelled:
+        name = identity.canonical_metric(column)
+        other, own = metrics[column].notna().to_numpy(), metrics[name].notna().to_numpy()
+        for run in sorted(set(runs[other]) & set(runs[own])):
+            mine = runs == run
+            moved, kept = other & mine, own & mine
+            if set(paths[moved]) & set(paths[kept]):
+                continue  # one file logs both: two metrics
+            metrics[name] = metrics[name].where(~moved, metrics[column])
+            metrics[column] = metrics[column].where(~moved, None)
+            for path in sorted(set(paths[moved])):
+                campaign.spellings.setdefault(path, {})[name] = column
+                shown = sorted(set(paths[kept]))
+                notes.setdefault(path, []).append(
+                    f"{column} of run {run} is read as {name}: {shown[0]}{' and others' if len(shown) > 1 else ''} "
+                    f"logs the same metric of that run as {name}")
+    empty = [c for c in spelled if not metrics[c].notna().any()]
+    campaign.metrics = metrics.drop(columns=empty)
+    for info in campaign.inputs:
+        info.notes += notes.get(info.path, [])
 
 
 def _set_apart(campaign: Campaign, containers: dict[str, str], sources: dict) -> None:
@@ -374,7 +412,9 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
     for number in wanted:
         texts = []
         for _, row in rows[rows["line"] == number].iterrows():
-            values = ", ".join(f"{name} = {_shown(row[name])}" for name in names if not pd.isna(row[name]) or _is_nan(row[name]))
+            spelled = campaign.spellings.get(rel, {})
+            values = ", ".join(f"{spelled.get(name, name)} = {_shown(row[name])}" for name in names
+                               if not pd.isna(row[name]) or _is_nan(row[name]))
             step = "" if pd.isna(row["step"]) else f"step {int(row['step'])}: "
             texts.append(f"{step}{values}")
         if number in problems:

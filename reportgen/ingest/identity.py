@@ -89,7 +89,7 @@ def config_differences(a: dict | None, b: dict | None) -> list[str] | None:
     return [k for k in shared if json.dumps(la[k], sort_keys=True, default=str) != json.dumps(lb[k], sort_keys=True, default=str)]
 
 
-def _canon(metric: str) -> str:
+def canonical_metric(metric: str) -> str:
     """One name for a metric as any logger spells it: TensorBoard's train/loss is loss, eval/loss eval_loss."""
     if metric.startswith("train/"):
         return metric[len("train/"):]
@@ -148,7 +148,7 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
                 bits = np.where(np.isnan(v), np.float32(np.nan), v).astype(np.float32).view(np.uint32).astype(np.int64)
             bits[np.isnan(v)] = 0x7FC00000  # every NaN alike
             keys = (steps[present].astype(np.int64) << 32) | bits
-            name = _canon(str(metric))
+            name = canonical_metric(str(metric))
             logged[name] = np.unique(np.concatenate([logged[name], keys])) if name in logged else np.unique(keys)
         ts = group["ts"]
         timed = ts.notna().to_numpy()
@@ -811,7 +811,7 @@ def logged_values(campaign: Campaign) -> LoggedValues:
             column = frame[metric].to_numpy(dtype="float64", na_value=np.nan)
             kept = np.isfinite(column)
             if kept.any():
-                parts.setdefault(_canon(str(metric)), []).append((column[kept], owner[kept]))
+                parts.setdefault(canonical_metric(str(metric)), []).append((column[kept], owner[kept]))
     metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     logs: dict[str, np.ndarray] = {}
     for name, chunks in parts.items():
@@ -828,7 +828,7 @@ def _printed(session: Session) -> dict[str, tuple[np.ndarray, np.ndarray, np.nda
     by_name: dict[str, list[tuple[float, float, int]]] = {}
     for line, name, value, half in session.values:
         # TensorBoard keeps float32: a value read back may differ from the printed one in its 7th digit.
-        by_name.setdefault(_canon(name), []).append((value, max(half, abs(value) * 1e-6) * (1 + 1e-9), line))
+        by_name.setdefault(canonical_metric(name), []).append((value, max(half, abs(value) * 1e-6) * (1 + 1e-9), line))
     return {name: tuple(np.array(column) for column in zip(*rows)) for name, rows in by_name.items()}  # type: ignore[misc]
 
 
