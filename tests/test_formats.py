@@ -514,3 +514,22 @@ def test_one_file_logging_both_spellings_keeps_two_metrics(tmp_path):
     frame = ingest(logs).metrics
     assert frame["loss"].notna().sum() == 3 and frame["train/loss"].notna().sum() == 3
     assert frame["train/loss"].dropna().tolist() == [0.2, 0.1, 2.0 / 30]
+
+
+PRINTS = Path(__file__).parent / "fixtures" / "campaigns" / "plain-prints" / "logs" / "baseline.log"
+
+
+def test_a_generic_log_at_the_top_of_logs_is_a_run_named_after_logs(tmp_path):
+    """A train.log alone at the top of LOGS (its steps printed, no other source) is LOGS's run."""
+    logs = tmp_path / "width-64"
+    logs.mkdir()
+    shutil.copy(PRINTS, logs / "train.log")
+    assert list(ingest(logs).runs) == ["width-64"]
+
+
+def test_a_named_log_at_the_top_of_logs_keeps_its_own_name(tmp_path):
+    """Counter-example: a log whose name is not generic names its run, wherever it lies."""
+    logs = tmp_path / "width-64"
+    logs.mkdir()
+    shutil.copy(PRINTS, logs / "baseline.log")
+    assert list(ingest(logs).runs) == ["baseline"]

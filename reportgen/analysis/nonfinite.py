@@ -55,12 +55,12 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
                 first, last = group.iloc[start], group.iloc[stop]
                 span = (str(run), _int(first["step"]), _int(last["step"]), int(stop - start + 1))
                 evidence = Evidence(str(path), _int(first["line"]))
+                at = None if pd.isna(first["ts"]) else first["ts"].to_pydatetime()
                 if span in seen and span[1] is not None:
                     seen[span].evidence.append(evidence)
-                    seen[span].at = seen[span].at or (None if pd.isna(first["ts"]) else first["ts"].to_pydatetime())
+                    seen[span].at = seen[span].at or at
                     continue
-                seen[span] = window = NonFinite(str(run), name, *span[1:], [evidence],
-                                                at=None if pd.isna(first["ts"]) else first["ts"].to_pydatetime())
+                seen[span] = window = NonFinite(str(run), name, *span[1:], [evidence], at=at)
                 out.setdefault(str(run), []).append(window)
     for message in campaign.messages:
         if message.kind == "non_finite" and message.run is not None:

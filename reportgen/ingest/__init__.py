@@ -408,11 +408,11 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
     rows = frame[(frame["path"] == rel) & frame["line"].isin(wanted)] if len(frame) else frame
     names = campaign.metric_names()
     problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
+    spelled = campaign.spellings.get(rel, {})  # a tag read under the run's own name is shown as written
     out = []
     for number in wanted:
         texts = []
         for _, row in rows[rows["line"] == number].iterrows():
-            spelled = campaign.spellings.get(rel, {})
             values = ", ".join(f"{spelled.get(name, name)} = {_shown(row[name])}" for name in names
                                if not pd.isna(row[name]) or _is_nan(row[name]))
             step = "" if pd.isna(row["step"]) else f"step {int(row['step'])}: "

@@ -36,11 +36,10 @@ from reportgen.ingest.scan import (
     Scan,
     Source,
     TextLog,
-    parents,
     read_all,
     recognise,
 )
-from reportgen.lfs import LFS_FORMAT, lfs_pointer
+from reportgen.lfs import lfs_pointer
 from reportgen.model import Decision, InputFile
 
 # Specific before general: a native event log before any JSON lines, run folders before the TensorBoard
@@ -92,11 +91,8 @@ def _deliverable_files(scan: Scan) -> None:
         prefix = PurePosixPath(path).as_posix()
         for other in sorted(scan.found):
             if other not in scan.claimed and (other == prefix or other.startswith(prefix + "/")):
-                pointer = lfs_pointer(scan.found[other][1])
-                info = InputFile(other, LFS_FORMAT if pointer else kind, records=0 if pointer else 1)
-                if pointer:
-                    info.problem(None, pointer)
-                scan.add(Reading([info]))
+                pointed = lfs_pointer(scan.found[other][1]) is not None
+                scan.add(Reading([scan.pointer_file(other) if pointed else InputFile(other, kind, records=1)]))
                 scan.done(other)
 
 
@@ -110,7 +106,7 @@ def _pointers(scan: Scan) -> None:
 def _the_rest(scan: Scan) -> None:
     """Files of a run folder (weights, optimizer, tokenizer) are its output; others are not recognised."""
     for rel in sorted(set(scan.kinds) - scan.claimed):
-        key = next((scan.run_dirs[f] for f in parents(rel) if f in scan.run_dirs), None)
+        key = scan.owner(rel)
         fmt = None if key is None else scan.sources[key].format
         scan.add(Reading([InputFile(rel, fmt, records=0 if fmt is None else 1)]))
         scan.done(rel)

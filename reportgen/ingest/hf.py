@@ -337,10 +337,9 @@ def claim_folders(scan: Scan) -> None:
 
 
 def read_files(scan: Scan) -> None:
-    for folder, key in sorted(scan.run_dirs.items()):
-        if scan.sources[key].format == FORMAT:
-            with scan.contained(f"{folder}/{STATE}" if folder else STATE, FORMAT):
-                scan.add(_read_folder(scan, folder, key))
+    for folder, key in scan.run_folders(FORMAT):
+        with scan.contained(f"{folder}/{STATE}" if folder else STATE, FORMAT):
+            scan.add(_read_folder(scan, folder, key))
 
 
 def _read_folder(scan: Scan, folder: str, run: str) -> Reading:

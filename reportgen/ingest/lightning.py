@@ -248,9 +248,7 @@ def claim_folders(scan: Scan) -> None:
 
 def read_files(scan: Scan) -> None:
     """Each version folder on its own: which version continues which is decided from evidence, later."""
-    for folder, key in sorted(scan.run_dirs.items()):
-        if scan.sources[key].format != FORMAT:
-            continue
+    for folder, key in scan.run_folders(FORMAT):
         with scan.contained(scan.sources[key].evidence.path or folder, FORMAT):
             reading, limit = _read_folder(scan, folder, key)
             scan.add(reading)

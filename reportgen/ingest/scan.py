@@ -172,6 +172,10 @@ class Scan:
         self.run_dirs[folder] = source.key
         self.sources[source.key] = source
 
+    def run_folders(self, fmt: str) -> list[tuple[str, str]]:
+        """(folder, source key) of every run folder of one format, in path order."""
+        return sorted((folder, key) for folder, key in self.run_dirs.items() if self.sources[key].format == fmt)
+
     def owner(self, rel: str) -> str | None:
         """The source whose run folder holds rel (the nearest)."""
         return next((self.run_dirs[f] for f in parents(rel) if f in self.run_dirs), None)
@@ -196,7 +200,7 @@ class Scan:
     def pointer_file(self, rel: str) -> InputFile:
         """A Git LFS pointer's InputFile: named as a pointer, never read as the file it stands for."""
         info = InputFile(rel, LFS_FORMAT)
-        info.problem(None, self.pointer(rel) or lfs_pointer(self.found[rel][1]) or "a Git LFS pointer")
+        info.problem(None, lfs_pointer(self.found[rel][1]) or "a Git LFS pointer")
         return info
 
     def reached(self, key: str, reached: int, rel: str) -> None:
