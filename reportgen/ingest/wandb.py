@@ -387,7 +387,7 @@ def _metrics(prefix: str, data: dict, out: dict[str, float], depth: int = 0) -> 
         if is_number(v):
             out[name] = float(v)
         elif isinstance(v, dict) and "_type" not in v and depth < 8:  # a media or histogram summary has a _type
-            _metrics(f"{name}.", v, out, depth + 1)
+            _metrics(f"{name}/", v, out, depth + 1)
 
 
 def read_log_file(path: Path, rel: str, run: str) -> tuple[InputFile, _Log]:
@@ -649,7 +649,7 @@ class _Decoder:
         for n, wire, a, b in fields(buf, start, end):
             if n != 1 or wire != 2:
                 continue
-            name, raw = _item(buf, a, b)
+            name, raw = _item(buf, a, b, ".")
             if name is None or raw is None or name == "_wandb" or name.startswith("_wandb."):
                 continue
             try:
@@ -671,8 +671,9 @@ class _Decoder:
                               "read, their times are not")
 
 
-def _item(buf: bytes, start: int, end: int) -> tuple[str | None, str | None]:
-    """(key, value_json) of a HistoryItem or ConfigItem; a nested key is joined with dots."""
+def _item(buf: bytes, start: int, end: int, sep: str = "/") -> tuple[str | None, str | None]:
+    """(key, value_json) of a HistoryItem or ConfigItem; a nested key (a logged dict) is joined with `sep`:
+    `/` for metrics, as reportgen names a metric's namespace (eval/loss), `.` for config, as W&B shows it."""
     key = None
     nested: list[str] = []
     raw = None
@@ -685,7 +686,7 @@ def _item(buf: bytes, start: int, end: int) -> tuple[str | None, str | None]:
             nested.append(buf[a:b].decode("utf-8", "replace"))
         elif n == 16:
             raw = buf[a:b].decode("utf-8", "replace")
-    return (key or ".".join(nested) or None), raw
+    return (key or sep.join(nested) or None), raw
 
 
 def _step(raw: str) -> int | None:
