@@ -52,7 +52,7 @@ from reportgen.ingest.common import (
     read_mapping,
     text_lines,
 )
-from reportgen.ingest.protowire import fields, signed, varint
+from reportgen.ingest.protowire import fields, signed, skip, varint
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "wandb"
@@ -520,6 +520,7 @@ class _Decoder:
         self.rel, self.run, self.info, self.out = rel, run, info, out
         self.bad_times: list[tuple[int, object]] = []
         self.bad_steps: list[tuple[int, str]] = []
+        self.names: dict[bytes, tuple[str, bool]] = {}  # metric names (and whether eval) by their bytes: once per file
 
     def record(self, buf: bytes, start: int, end: int, number: int) -> None:
         try:
@@ -550,33 +551,66 @@ class _Decoder:
 
     def _history(self, buf: bytes, start: int, end: int, number: int) -> None:
         values: dict[str, float] = {}
+        evals: dict[str, float] = {}
         step = stamp = None
         step_num = 0
-        for n, wire, a, b in fields(buf, start, end):
-            if n == 1 and wire == 2:
+        names = self.names
+        pos = start
+        # The fields of a HistoryRecord walked inline (the most frequent record by far); the common item,
+        # {2: one nested_key, 16: value_json} with short lengths, decoded inline too, any other by _item.
+        while pos < end:
+            if buf[pos] == 0x0A and buf[pos + 1] < 0x80:
+                a = pos + 2
+                b = a + buf[pos + 1]
+            else:
+                key, a = varint(buf, pos)
+                wire = key & 7
+                if wire == 2:
+                    size, a = varint(buf, a)
+                    b = a + size
+                else:
+                    b = skip(buf, a, wire)
+                if b > end:
+                    raise ValueError("field runs past the end of its message")
+                if key != 0x0A:
+                    if key == 0x12:  # step: HistoryStep { 1 num }
+                        for m, w, c, _d in fields(buf, a, b):
+                            if m == 1 and w == 0:
+                                step_num = signed(varint(buf, c)[0])
+                    pos = b
+                    continue
+            if b > end:
+                raise ValueError("field runs past the end of its message")
+            pos = b
+            ke = a + 2 + buf[a + 1]
+            if (buf[a] == 0x12 and buf[a + 1] < 0x80 and ke + 3 <= b and buf[ke] == 0x82 and buf[ke + 1] == 0x01
+                    and ke + 3 + buf[ke + 2] == b):
+                raw_name = buf[a + 2:ke]
+                known = names.get(raw_name)
+                if known is None:
+                    name = raw_name.decode("utf-8", "replace")
+                    known = names[raw_name] = (name, is_eval(name))
+                raw: bytes | str | None = buf[ke + 3:b]
+            else:
                 name, raw = _item(buf, a, b)
                 if name is None or raw is None:
                     continue
-                if name[0] == "_":
-                    if name == "_step":
-                        step = raw
-                    elif name == "_timestamp":
-                        stamp = raw
-                    continue
-                try:
-                    values[name] = float(raw)  # JSON numbers, and W&B's NaN, Infinity, -Infinity
-                except ValueError:
-                    continue  # a string, a boolean, a media object: no metric
-            elif n == 2 and wire == 2:
-                for m, w, c, _d in fields(buf, a, b):
-                    if m == 1 and w == 0:
-                        step_num = signed(varint(buf, c)[0])
-        if step is None:
-            at_step: int | None = step_num
-        else:
-            at_step = _step(step)
+                known = (name, is_eval(name))
+            name = known[0]
+            if name[0] == "_":
+                if name == "_step":
+                    step = raw
+                elif name == "_timestamp":
+                    stamp = raw
+                continue
+            try:
+                value = float(raw)  # JSON numbers, and W&B's NaN, Infinity, -Infinity
+            except ValueError:
+                continue  # a string, a boolean, a media object: no metric
+            (evals if known[1] else values)[name] = value
+        at_step = step_num if step is None else _step(step)
         if at_step is None or not 0 <= at_step <= MAX_COUNT:
-            self.bad_steps.append((number, str(step)))
+            self.bad_steps.append((number, _decoded(step)))
             self.info.skipped += 1
             self.info.records -= 1
             return
@@ -587,17 +621,13 @@ class _Decoder:
             except ValueError:
                 at = None
             if at is None:
-                self.bad_times.append((number, stamp))
+                self.bad_times.append((number, _decoded(stamp)))
         out = self.out
         out.steps.append(at_step)
         if at is not None and (out.last_time is None or at > out.last_time):
             out.last_time = at
-        if not values:
-            return
-        evals = {k: v for k, v in values.items() if is_eval(k)}
-        if len(evals) < len(values):
-            out.rows.add(self.run, "train", at_step, number, at,
-                         values if not evals else {k: v for k, v in values.items() if k not in evals})
+        if values:
+            out.rows.add(self.run, "train", at_step, number, at, values)
         if evals:
             out.rows.add(self.run, "eval", at_step, number, at, evals)
             out.evaluations.append(Evaluation(self.run, at_step, at, Evidence(self.rel, number), evals))
@@ -689,7 +719,11 @@ def _item(buf: bytes, start: int, end: int, sep: str = "/") -> tuple[str | None,
     return (key or sep.join(nested) or None), raw
 
 
-def _step(raw: str) -> int | None:
+def _decoded(raw: bytes | str | None) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def _step(raw: bytes | str) -> int | None:
     if raw.isdigit():
         return int(raw)
     try:
