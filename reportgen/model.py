@@ -245,6 +245,10 @@ class RunFacts:
     gpu: str | None = None  # the GPU model, as the source names it ("NVIDIA A100-SXM4-40GB")
     gpu_count: int | None = None  # how many GPUs the run saw
     exit_code: int | None = None  # the process's exit code, when the source records it
+    # What told that this source's run continues `resumes` (a source key until runs are named), by which rule.
+    resume_rule: str | None = None
+    resume_reason: str | None = None
+    resumed_at_step: int | None = None
 
 
 @dataclass

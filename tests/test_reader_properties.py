@@ -41,6 +41,7 @@ from reportgen.model import MAX_PROBLEMS_PER_FILE, InputFile
 TESTS = Path(__file__).parent
 FORMATS = TESTS / "fixtures" / "formats"
 SAMPLE = TESTS.parent / "sample_logs"
+WANDB = TESTS / "fixtures" / "wandb"
 MLFLOW_RUN = FORMATS / "mlruns" / "140191543709086989" / "dc1e1b85474347259be8c72b0d1bc4d4"
 
 # One real file of each format, as its writer left it.
@@ -56,6 +57,10 @@ REAL = {
     "tensorboard": FORMATS / "tensorboard" / "tb-broken" / "events.out.tfevents.1796244583.vm.6803.0",
     "sqlite": FORMATS / "mlflow" / "mlflow.db",
     "manifest": SAMPLE / "outputs" / "manifest.yaml",
+    "wandb-log": next((WANDB / "clean" / "wandb").glob("offline-run-*/run-*.wandb")),
+    "wandb-summary": next((WANDB / "files-only" / "wandb").glob("offline-run-*/files/wandb-summary.json")),
+    "wandb-metadata": next((WANDB / "files-only" / "wandb").glob("offline-run-*/files/wandb-metadata.json")),
+    "wandb-debug": next((WANDB / "clean" / "wandb").glob("offline-run-*/logs/debug.log")),
 }
 ORIGINAL = {kind: path.read_bytes() for kind, path in REAL.items()}
 
@@ -255,14 +260,17 @@ NAMES = ["events.jsonl", "bench.csv", "metrics.csv", "hparams.yaml", "last.ckpt"
 def test_sniffing_any_bytes_names_a_kind_or_none(name, head):
     assert formats.kind_of(f"runs/version_0/{name}", head) in (None, "lfs", "native", "bench", "manifest", "tensorboard",
                                                              "sqlite", "ckpt", "hf-state", "hf-adapter", "mlflow-run-meta",
-                                                             "lightning-metrics", "hparams", "text")
+                                                             "lightning-metrics", "hparams", "text", "wandb-log", "wandb-file")
 
 
+W_RUN = "wandb/run-20270101_000000-abc123"
 # Files a file is read with: an adapter_config.json is read in a Trainer's output folder only.
 COMPANIONS = {"hf-adapter": ["hf-state"]}
 FOLDERS = {"native": "runs/r", "bench-csv": "campaign", "lightning-metrics": "lightning_logs/version_0",
            "hparams": "lightning_logs/version_0", "ckpt": "lightning_logs/version_0/checkpoints", "text": "out",
-           "hf-state": "out", "hf-adapter": "out", "tensorboard": "out/runs/x", "sqlite": "", "manifest": "outputs"}
+           "hf-state": "out", "hf-adapter": "out", "tensorboard": "out/runs/x", "sqlite": "", "manifest": "outputs",
+           "wandb-log": W_RUN, "wandb-summary": f"{W_RUN}/files", "wandb-metadata": f"{W_RUN}/files",
+           "wandb-debug": f"{W_RUN}/logs"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -28,6 +28,7 @@ from reportgen.ingest import (
     native,
     tensorboard,
     textlog,
+    wandb,
 )
 from reportgen.ingest.common import Reading
 from reportgen.ingest.scan import (
@@ -51,6 +52,7 @@ READERS: tuple[Reader, ...] = (
     hf.READER,
     lightning.READER,
     mlflow.READER,
+    wandb.READER,
     tensorboard.READER,
     textlog.READER,
 )

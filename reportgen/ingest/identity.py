@@ -53,7 +53,7 @@ MIN_SHARED_VALUES = 3
 # Two loggers of one process record a step within this of each other (the same call logs to both).
 SAME_MOMENT_S = 2.0
 # Preference for naming a merged run: the source a user named most directly first.
-NAME_ORDER = ("reportgen-events", "hf-trainer", "lightning-csv", "tensorboard", "mlflow-sqlite", "mlflow-files")
+NAME_ORDER = ("reportgen-events", "hf-trainer", "lightning-csv", "wandb", "tensorboard", "mlflow-sqlite", "mlflow-files")
 
 
 def plain_config(config: dict) -> dict:
@@ -301,6 +301,7 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
         run = merged.renames[key]
         if source.folder is not None:
             what = {"hf-trainer": "Trainer output folder", "lightning-csv": "Lightning version folder",
+                    "wandb": "W&B run folder",
                     "tensorboard": "TensorBoard folder"}.get(source.format, "folder")
             text = f"the files of the {what} {source.folder or '.'}/ are one run"
             merged.decisions.setdefault(run, []).insert(0, Decision("merged", "run-folder", text, (source.evidence,)))
@@ -631,6 +632,9 @@ def rename(campaign: Campaign, renames: dict[str, str], texts: list[TextLog]) ->
         for item in items:
             if item.run is not None:
                 item.run = renames.get(item.run, item.run)
+    for facts in campaign.run_facts:  # a reader that saw which source a run continues named its key
+        if facts.resumes is not None and facts.resume_rule is not None:
+            facts.resumes = renames.get(facts.resumes, facts.resumes)
     for text in texts:
         if text.owner is not None:
             text.owner = renames.get(text.owner, text.owner)
@@ -1108,6 +1112,12 @@ def _continuations(campaign: Campaign) -> bool:
         checkpoints.setdefault(check.run, []).append(check)
     for run_id, run in runs.items():
         if run.kind != "training":
+            continue
+        told = next((f for f in run.facts if f.resume_rule and f.resumes == run.resumes), None)
+        if run.resumes is not None and told is not None:
+            run.resumed_at_step = told.resumed_at_step
+            run.identity.append(Decision("resumes", told.resume_rule or "", told.resume_reason or "", (told.evidence,),
+                                         other=run.resumes))
             continue
         if run.resumes is not None:
             start = next((e for e in campaign.run_events if e.run == run_id and e.kind == "start" and e.resumes), None)

@@ -36,6 +36,7 @@ from reportgen.ingest.common import (
     is_eval,
     metric_frame,
 )
+from reportgen.ingest.protowire import fields, signed, varint
 from reportgen.ingest.scan import Reader, Scan, Source, parents
 from reportgen.model import Decision, Evidence, InputFile, LogMessage, RunFacts
 
@@ -67,54 +68,10 @@ def sniff(head: bytes) -> bool:
     return masked_crc(data) == _U32.unpack_from(head, 12 + length)[0] and data[:1] in (b"\x09", b"\x10", b"\x1a")
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
-def _skip(buf: bytes, pos: int, wire: int) -> int:
-    if wire == 0:
-        return _varint(buf, pos)[1]
-    if wire == 1:
-        return pos + 8
-    if wire == 2:
-        size, pos = _varint(buf, pos)
-        return pos + size
-    if wire == 5:
-        return pos + 4
-    raise ValueError(f"unsupported wire type {wire}")
-
-
-def _fields(buf: bytes, start: int, end: int):
-    """(field number, wire type, value start, value end) of each field in buf[start:end]."""
-    pos = start
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 2:
-            size, pos = _varint(buf, pos)
-            yield number, wire, pos, pos + size
-            pos += size
-        else:
-            after = _skip(buf, pos, wire)
-            yield number, wire, pos, after
-            pos = after
-        if pos > end:
-            raise ValueError("field runs past the end of its message")
-
-
 def _plugin_name(buf: bytes, start: int, end: int) -> str | None:
-    for number, _wire, a, b in _fields(buf, start, end):
+    for number, _wire, a, b in fields(buf, start, end):
         if number == 1:  # plugin_data
-            for n2, _w2, c, d in _fields(buf, a, b):
+            for n2, _w2, c, d in fields(buf, a, b):
                 if n2 == 1:
                     return buf[c:d].decode("utf-8", errors="replace")
     return None
@@ -126,7 +83,7 @@ MAX_TEXT_BYTES = 64 << 10
 
 def _tensor_string(buf: bytes, start: int, end: int) -> str | None:
     """The first string of a string tensor (TensorProto 8: string_val), as a text summary holds it."""
-    for number, wire, a, b in _fields(buf, start, end):
+    for number, wire, a, b in fields(buf, start, end):
         if number == 8 and wire == 2 and b - a <= MAX_TEXT_BYTES:
             return buf[a:b].decode("utf-8", errors="replace")
     return None
@@ -137,13 +94,13 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
     dtype = 0
     content = packed = None
     packed_field = 0
-    for number, wire, a, b in _fields(buf, start, end):
+    for number, wire, a, b in fields(buf, start, end):
         if number == 1 and wire == 0:
-            dtype = _varint(buf, a)[0]
+            dtype = varint(buf, a)[0]
         elif number == 2:  # TensorShapeProto: repeated dim { size }
-            for n, _w, c, d in _fields(buf, a, b):
+            for n, _w, c, d in fields(buf, a, b):
                 if n == 2:
-                    sizes = [_varint(buf, e)[0] for m, _x, e, _f in _fields(buf, c, d) if m == 1]
+                    sizes = [varint(buf, e)[0] for m, _x, e, _f in fields(buf, c, d) if m == 1]
                     if sizes and sizes[0] != 1:
                         return None
         elif number == 4:
@@ -167,9 +124,9 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
         raw = buf[a:b] if wire == 2 else buf[a:a + 8]
         return float(_DOUBLE.unpack(raw[:8])[0]) if len(raw) == 8 else None
     if packed_field == 13:  # half values are stored as int32 bit patterns
-        bits = _varint(buf, a)[0]
+        bits = varint(buf, a)[0]
         return float(np.array([bits], dtype=np.uint16).view(np.float16)[0])
-    return float(_signed(_varint(buf, a)[0]))
+    return float(signed(varint(buf, a)[0]))
 
 
 class _Scalars:
@@ -186,25 +143,21 @@ class _Scalars:
         self.texts: dict[str, str] = {}  # the first text summary of each tag (the Trainer's "args")
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 def _event(buf: bytes, record: int, out: _Scalars) -> None:
     """Decode one Event record in any field order; read() decodes the common layout inline."""
     wall = 0.0
     step = 0
     summary = None
-    for number, wire, a, b in _fields(buf, 0, len(buf)):
+    for number, wire, a, b in fields(buf, 0, len(buf)):
         if number == 1 and wire == 1:
             wall = _DOUBLE.unpack_from(buf, a)[0]
         elif number == 2 and wire == 0:
-            step = _signed(_varint(buf, a)[0])
+            step = signed(varint(buf, a)[0])
         elif number == 5 and wire == 2:
             summary = (a, b)
     if summary is None:
         return
-    for number, wire, a, b in _fields(buf, *summary):
+    for number, wire, a, b in fields(buf, *summary):
         if number == 1 and wire == 2:
             _value(buf, a, b, record, wall, step, out)
 
@@ -215,7 +168,7 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
     value = None
     tensor = None
     plugin = None
-    for n, wire, c, d in _fields(buf, a, b):
+    for n, wire, c, d in fields(buf, a, b):
         if n == 1:
             tag = buf[c:d].decode("utf-8", errors="replace")
         elif n == 2 and wire == 5:
