@@ -1,0 +1,165 @@
+"""torchtune DiskLogger files (`log_<unix seconds>.txt`), read without torchtune.
+
+DiskLogger (torchtune/training/metric_logging.py) opens `log_<int(time.time())>.txt` in its
+log_dir when it starts, unless given a filename, and appends one line per call:
+
+    log(name, data, step):    "Step {step} | {name}:{data}\\n"
+    log_dict(payload, step):  "Step {step} | " + "{name}:{data} " for each item + "\\n"
+
+The recipes call log_dict with loss, lr, tokens_per_second_per_gpu (and grad_norm, peak memory)
+at `global_step`, which counts from 1. Lines keep no times: the only time is the one in the file's
+name. A recipe's `log_dict.pkl` (a pickle) is never unpickled.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from reportgen.ingest.common import (
+    MAX_COUNT,
+    MetricRows,
+    Reading,
+    decode_text,
+    from_epoch,
+    quoted,
+    read_log,
+    row_kind,
+    text_lines,
+)
+from reportgen.model import Evidence, InputFile, RunFacts
+
+FORMAT = "torchtune"
+PICKLE = "torchtune-pickle"
+PICKLE_NOTE = "a pickle: never unpickled"
+_LINE = re.compile(r"^Step (\d+) \| (.*)$")
+_PAIR = re.compile(r"^[^\s:]+:\S+$")
+_FILE_NAME = re.compile(r"^log_(\d{1,12})\.txt$")
+NO_STATUS = "DiskLogger writes nothing when training ends (close() only closes the file): the file tells no status"
+
+
+@dataclass
+class TorchtuneLog:
+    """What one DiskLogger file says: its InputFile and metric rows (in `reading`) and the run's facts."""
+
+    reading: Reading
+    facts: RunFacts
+
+
+def _pairs(rest: str) -> list[str] | None:
+    """The `name:value` items of a Step line, or None when it holds something else."""
+    items = rest.split()
+    return items if items and all(_PAIR.match(item) for item in items) else None
+
+
+def _number(value: str) -> float | None:
+    """A logged value as DiskLogger writes it (str of a float, an int, a 0-d tensor's item); None if none."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if math.isinf(number) and not value.lstrip("+-").lower().startswith("inf"):
+        return None
+    return number
+
+
+def _step_line(line: str) -> bool:
+    match = _LINE.match(line.removesuffix("\r"))
+    if match is None:
+        return False
+    items = _pairs(match.group(2))
+    return items is not None and any(_number(i.split(":", 1)[1]) is not None for i in items)
+
+
+def recognise(rel: str, head: bytes) -> str | None:
+    """"torchtune" when the complete lines of `head` are all DiskLogger lines (`Step N | name:value ...`),
+    at least one; "torchtune-pickle" for a `log_dict.pkl` that starts like a pickle."""
+    name = PurePosixPath(rel).name
+    if name == "log_dict.pkl" and head[:1] == b"\x80":
+        return PICKLE
+    complete = head[: head.rfind(b"\n") + 1]
+    text = decode_text(complete) if complete else None
+    if text is None:
+        return None
+    lines = [line for line in text_lines(text) if line.strip()]
+    return FORMAT if lines and all(_step_line(line) for line in lines) else None
+
+
+def pickle_part(rel: str) -> InputFile:
+    """A `log_dict.pkl`: a part of the run's output, listed and never unpickled (unpickling runs code)."""
+    return InputFile(rel, PICKLE, records=0, notes=[PICKLE_NOTE])
+
+
+def read(path: Path, rel: str, run: str) -> TorchtuneLog:
+    """One DiskLogger file: a metric row per Step line, its facts (first and last step, and the start
+    its name gives)."""
+    info = InputFile(rel, FORMAT)
+    rows = MetricRows(rel)
+    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
+    log = TorchtuneLog(Reading([info]), facts)
+    _started(rel, info, facts)
+    text = decode_text(read_log(path, info))
+    if text is None:
+        info.problem(None, "not UTF-8 text; a DiskLogger file is text")
+        return log
+    lines = text_lines(text)
+    info.lines = len(lines)
+    cut = not text.endswith("\n")
+    steps: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            info.blank += 1
+            continue
+        if cut and number == len(lines):
+            info.cut_off = True
+            info.problem(number, "the last line has no line end (DiskLogger ends every line with one): cut off "
+                                 "by a writer that stopped; not read")
+            info.skipped += 1
+            continue
+        match = _LINE.match(line.removesuffix("\r"))
+        items = _pairs(match.group(2)) if match else None
+        if match is None or items is None:
+            info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
+            info.skipped += 1
+            continue
+        step = int(match.group(1)) if len(match.group(1)) <= 16 else MAX_COUNT + 1
+        if step > MAX_COUNT:
+            info.problem(number, f"step {quoted(match.group(1))} is past any step count; skipped")
+            info.skipped += 1
+            continue
+        values: dict[str, float] = {}
+        for item in items:
+            name, value = item.split(":", 1)
+            parsed = _number(value)
+            if parsed is None:
+                info.problem(number, f"{name}: {quoted(value)} is not a number; left out")
+            else:
+                values[name] = parsed
+        if not values:
+            info.problem(number, "no value that is a number on this line; skipped")
+            info.skipped += 1
+            continue
+        rows.add(run, row_kind(list(values)), step, number, None, values)
+        steps.append(step)
+        info.records += 1
+    log.reading.frames.append(rows.frame())
+    if steps:
+        facts.first_step, facts.last_step = min(steps), max(steps)
+    return log
+
+
+def _started(rel: str, info: InputFile, facts: RunFacts) -> None:
+    """The run's start from the file's name: DiskLogger names its file log_<unix seconds>.txt when it
+    opens it, its documented default; its lines keep no times, so nothing else dates the run."""
+    match = _FILE_NAME.match(PurePosixPath(rel).name)
+    if match is None:
+        return
+    at = from_epoch(int(match.group(1)))
+    if at is None:
+        info.problem(None, f"the name's time {match.group(1)} is no time from 1970 to 2199; the start is unknown")
+        return
+    facts.started_at = at
+    facts.reason = (f"started_at from the file name: DiskLogger names its file log_<unix seconds>.txt when it opens "
+                    f"it ({match.group(1)}), and its lines keep no times. {NO_STATUS}")
