@@ -15,7 +15,7 @@ from reportgen.model import InputFile
 KERAS = Path(__file__).parent / "fixtures" / "keras"
 LIGHTNING_METRICS = Path(__file__).parent / "fixtures" / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv"
 CLEAN = KERAS / "clean" / "training.log"
-PROPERTIES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def read(path: Path) -> keras.KerasLog:
@@ -23,9 +23,12 @@ def read(path: Path) -> keras.KerasLog:
 
 
 def column(log: keras.KerasLog, name: str, kind: str) -> dict[int, float]:
-    frame = log.reading.frames[0]
-    rows = frame[(frame["kind"] == kind) & frame[name].notna()]
-    return dict(zip(rows["step"].astype(int), rows[name].astype(float)))
+    out = {}
+    for frame in log.reading.frames:
+        if name in frame.columns:
+            rows = frame[(frame["kind"] == kind) & frame[name].notna()]
+            out.update(zip(rows["step"].astype(int), rows[name].astype(float)))
+    return out
 
 
 def lines_add_up(info: InputFile) -> None:
@@ -228,6 +231,7 @@ def test_any_bytes_give_a_result_with_every_line_accounted(tmp_path, data):
     assert len(log.attempts) == len(log.attempt_reasons)
     for first, last in log.attempts:
         assert 1 <= first <= last <= (info.lines or 0)
-    steps = log.reading.frames[0]["step"] if log.reading.frames else []
-    assert all(0 <= s <= keras.MAX_COUNT for s in steps)
+    for frame in log.reading.frames:
+        assert all(0 <= s <= keras.MAX_COUNT for s in frame["step"])
+        assert list(frame["line"]) == sorted(frame["line"])
     keras.recognise("training.log", data)

@@ -14,7 +14,7 @@ from reportgen.ingest import torchtune
 from reportgen.model import InputFile
 
 TT = Path(__file__).parent / "fixtures" / "torchtune"
-PROPERTIES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def only(folder: str) -> list[Path]:
@@ -99,7 +99,7 @@ def test_lines_that_are_no_step_lines_are_skipped_with_a_problem(tmp_path):
     log = read(path)
     info = log.reading.inputs[0]
     assert (info.lines, info.records, info.blank, info.skipped) == (7, 2, 1, 4)
-    assert [p.line for p in info.problems] == [3, 4, 5, 6, 7]
+    assert sorted(p.line for p in info.problems) == [3, 4, 5, 6, 7]
     assert info.cut_off
     assert values(log, "lr") == {1: 2e-05, 2: 1e-05}
 

@@ -17,22 +17,25 @@ report that each next_step() writes, so nothing on disk says a run ended.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
 from reportgen.ingest.common import (
     EARLIEST,
+    EPOCH_END,
     LATEST,
     MAX_COUNT,
-    MetricRows,
     Reading,
     csv_lines,
     decode_text,
-    from_epoch,
     is_eval,
+    metric_frame,
+    parse_numbers,
     quoted,
     read_log,
     read_mapping,
@@ -48,7 +51,6 @@ SUMMARY, PARAMS, DVC_YAML = "metrics.json", "params.yaml", "dvc.yaml"
 REPORTS = ("report.html", "report.md")
 NO_STATUS = ("DVCLive writes nothing that marks an end: Live.end() writes the same metrics.json, dvc.yaml and "
              "report as each next_step()")
-_STEP = re.compile(r"^\d{1,16}$")
 
 
 @dataclass
@@ -149,16 +151,20 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
         inside = rel[len(prefix):] if rel.startswith(prefix) else None
         part = _metric_part(rel)
         if part is not None and part[0] == folder:
-            info, rows, seen = _read_tsv(logs / rel, rel, key, part[1])
+            info, frame, seen = _read_tsv(logs / rel, rel, key, part[1])
             run.reading.inputs.append(info)
-            run.reading.frames.append(rows.frame())
-            steps += [s for s in rows.step if s is not None]
-            times += [t for t in rows.ts if t is not None]
+            run.reading.frames.append(frame)
+            if len(frame):
+                steps += [int(frame["step"].min()), int(frame["step"].max())]
+                stamps = frame["ts"].dropna()
+                times += [stamps.min(), stamps.max()] if len(stamps) else []
             back += [(rel, *b) for b in seen]
             if is_eval(part[1]):
-                for line, step, ts, value in zip(rows.line, rows.step, rows.ts, rows.values.get(part[1], {}).values()):
-                    ev = evals.setdefault(step, Evaluation(key, step, ts, Evidence(rel, line), {}))
-                    ev.metrics[part[1]] = value
+                for line, step, ts, value in zip(frame["line"].tolist(), frame["step"].tolist(), frame["ts"].tolist(),
+                                                 frame[part[1]].tolist() if len(frame) else []):
+                    ev = evals.setdefault(step, Evaluation(key, step, None if pd.isna(ts) else ts.to_pydatetime(),
+                                                           Evidence(rel, line), {}))
+                    ev.metrics[part[1]] = float(value)
         elif inside == SUMMARY:
             info = InputFile(rel, FORMAT)
             summary = read_mapping(logs / rel, info, "metrics.json holds one JSON object") or {}
@@ -183,7 +189,7 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
     if steps:
         facts.first_step, facts.last_step = min(steps), max(steps)
     if times:
-        facts.started_at, facts.ended_at = min(times), max(times)
+        facts.started_at, facts.ended_at = min(times).to_pydatetime(), max(times).to_pydatetime()
     if summary_step is not None and facts.last_step is not None and summary_step < facts.last_step:
         info = next(i for i in run.reading.inputs if i.path == summary_rel)
         info.notes.append(f"metrics.json is at step {summary_step} and the metric files reach step {facts.last_step}: "
@@ -218,22 +224,22 @@ def _resumed(back: list[tuple[str, int, int, int]]) -> str | None:
             "Live(resume=True) does, starting after the step metrics.json had")
 
 
-def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, MetricRows, list[tuple[int, int, int]]]:
-    """One metric file: a row per line at its step, with its time when it has a timestamp column; and
-    the (line, step, step before) of each row whose step did not rise."""
+def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.DataFrame, list[tuple[int, int, int]]]:
+    """One metric file: its metrics frame (a row per line at its step, with its time when the file
+    has a timestamp column), and the (line, step, step before) of each row whose step did not rise."""
     info = InputFile(rel, FORMAT)
-    rows = MetricRows(rel)
-    back: list[tuple[int, int, int]] = []
+    kind = "eval" if is_eval(name) else "train"
+    empty = metric_frame(rel, [], run, kind, [], [], {})
     text = decode_text(read_log(path, info, what="rows"))
     if text is None:
         info.problem(None, "not UTF-8 text; a DVCLive metric file is tab-separated text")
-        return info, rows, back
+        return info, empty, []
     lines = text_lines(text)
     info.lines = len(lines)
-    kind = "eval" if is_eval(name) else "train"
     header: list[str] | None = None
-    previous: int | None = None
-    bad_times = 0
+    kept: list[int] = []
+    steps: list[str] = []
+    cells_of: list[list[str]] = []
     for line, cells in csv_lines(text, "\t"):
         if isinstance(cells, list) and not "".join(cells).strip():
             info.blank += 1
@@ -248,7 +254,7 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, Met
                 shown = cells if isinstance(cells, str) else quoted("\t".join(cells))
                 info.problem(line, f"not DVCLive's header for {name} (`step<TAB>{name.rsplit('/', 1)[-1]}`, with a "
                                    f"`timestamp` column first or not): {shown}; the {rest} rows below it are not read")
-                return info, rows, back
+                return info, empty, []
             header = cells
             continue
         if isinstance(cells, str):
@@ -262,40 +268,46 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, Met
             info.cut_off = info.cut_off or cut
             info.skipped += 1
             continue
-        step_cell, value_cell = cells[-2], cells[-1].removesuffix("\r")
-        if not _STEP.match(step_cell) or int(step_cell) > MAX_COUNT:
-            info.problem(line, f"step: {quoted(step_cell)} is not a step number; row skipped")
+        step = cells[-2]
+        if not (step.isascii() and step.isdigit() and len(step) <= 15):
+            info.problem(line, f"step: {quoted(step)} is not a step number; row skipped")
             info.skipped += 1
             continue
-        try:
-            value = float(value_cell)
-        except ValueError:
-            value = None
-        if value is None or (math.isinf(value) and not value_cell.strip().lstrip("+-").lower().startswith("inf")):
-            info.problem(line, f"{name}: {quoted(value_cell)} is not a number; row skipped")
-            info.skipped += 1
-            continue
-        step = int(step_cell)
-        ts = None
-        if len(header) == 3:
-            ts = _time(cells[0])
-            if ts is None:
-                bad_times += 1
-                if bad_times == 1:
-                    info.problem(line, f"timestamp: {quoted(cells[0])} is no time in milliseconds from "
-                                       f"{EARLIEST.year} to {LATEST.year - 1}; the value is read without a time")
-        if previous is not None and step <= previous:
-            back.append((line, step, previous))
-        previous = step
-        rows.add(run, kind, step, line, ts, {name: value})
-        info.records += 1
-    if bad_times > 1:
-        info.problem(None, f"{bad_times} timestamps in all are no time; their values are read without one")
-    return info, rows, back
+        kept.append(line)
+        steps.append(step)
+        cells_of.append(cells)
+    if not kept:
+        return info, empty, []
+    table = np.array(cells_of, dtype=str).reshape(len(kept), len(header))
+    values, ok = parse_numbers(np.char.rstrip(table[:, -1], "\r"))
+    line_numbers = np.array(kept, dtype=np.int64)
+    for i in np.flatnonzero(~ok).tolist():
+        info.problem(int(line_numbers[i]), f"{name}: {quoted(str(table[i, -1]))} is not a number; row skipped")
+    info.skipped += int((~ok).sum())
+    info.records = int(ok.sum())
+    step_numbers = np.array(steps, dtype=np.int64)[ok]
+    line_numbers, values = line_numbers[ok], values[ok]
+    if len(header) == 3:
+        stamps = _times(table[ok, 0], line_numbers, info)
+    else:
+        stamps = pa.nulls(len(values), pa.timestamp("us", tz="UTC"))
+    fell = np.flatnonzero(np.diff(step_numbers) <= 0) + 1
+    back = [(int(line_numbers[i]), int(step_numbers[i]), int(step_numbers[i - 1])) for i in fell.tolist()]
+    frame = metric_frame(rel, line_numbers.tolist(), run, kind, step_numbers.tolist(), stamps, {name: pa.array(values)})
+    return info, frame, back
 
 
-def _time(cell: str):
-    """A DVCLive timestamp (integer milliseconds since 1970) as a UTC time; None when it is none."""
-    if not _STEP.match(cell):
-        return None
-    return from_epoch(int(cell) / 1000)
+def _times(cells: np.ndarray, lines: np.ndarray, info: InputFile) -> pa.Array:
+    """DVCLive timestamps (integer milliseconds since 1970) as UTC times; a cell that is no time is
+    null, and one problem for the file."""
+    digits = np.char.isdigit(cells) & (np.char.str_len(cells) <= 15)
+    ms = np.zeros(len(cells), dtype=np.int64)
+    ms[digits] = cells[digits].astype(np.int64)
+    good = digits & (ms > 0) & (ms < int(EPOCH_END * 1000))
+    bad = np.flatnonzero(~good)
+    if len(bad):
+        first = int(bad[0])
+        info.problem(int(lines[first]), f"timestamp: {quoted(str(cells[first]))} is no time in milliseconds from "
+                                        f"{EARLIEST.year} to {LATEST.year - 1}; its value is read without a time"
+                     + (f" ({len(bad)} timestamps in all)" if len(bad) > 1 else ""))
+    return pa.array(ms * 1000, type=pa.timestamp("us", tz="UTC"), mask=~good)

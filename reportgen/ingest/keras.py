@@ -11,18 +11,22 @@ numbers them in this file (from 0), and the file keeps no times.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
 from reportgen.ingest.common import (
     MAX_COUNT,
-    MetricRows,
     Reading,
     csv_lines,
     decode_text,
     is_eval,
+    metric_frame,
+    parse_numbers,
     quoted,
     read_log,
     text_lines,
@@ -87,7 +91,7 @@ def recognise(rel: str, head: bytes) -> str | None:
         return None
     first = lines[0].removesuffix("\r")
     sep = _separator(first)
-    if sep is None:
+    if sep is None or not _names(first.split(sep)[1:]):
         return None
     names = first.split(sep)[1:]
     if not names or not _names(names) or "step" in names or "epoch" in names:
@@ -104,26 +108,25 @@ def recognise(rel: str, head: bytes) -> str | None:
     return FORMAT
 
 
-def _value(cell: str) -> float | None:
-    """A cell's number; None when it is no number (or digits past any float, which no one logged)."""
-    try:
-        value = float(cell)
-    except ValueError:
-        return None
-    if math.isinf(value) and not cell.strip().lstrip("+-").lower().startswith("inf"):
-        return None
-    return value
-
-
 def _blank(cells: list[str] | str) -> bool:
     return isinstance(cells, list) and len(cells) <= 1 and not "".join(cells).strip()
 
 
+@dataclass
+class _Segment:
+    """The rows under one header: their lines, epochs and cells (the epoch's cell left out)."""
+
+    names: list[str]
+    lines: list[int] = field(default_factory=list)
+    epochs: list[int] = field(default_factory=list)
+    cells: list[list[str]] = field(default_factory=list)
+
+
 def read(path: Path, rel: str, run: str) -> KerasLog:
     """One CSVLogger file: a train row (the keys without `val_`) and an eval row (the `val_` keys) per
-    epoch, at step = the epoch; an Evaluation per eval row; the facts; and its attempts."""
+    epoch, at step = the epoch; an Evaluation per eval row; the facts; and its attempts. Rows under
+    each header are one metrics frame."""
     info = InputFile(path=rel, format=FORMAT, notes=[STEPS_ARE_EPOCHS])
-    rows = MetricRows(rel)
     reading = Reading([info])
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel))
     log = KerasLog(reading, facts)
@@ -134,10 +137,11 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
     lines = text_lines(text)
     info.lines = len(lines)
     first = next((line.removesuffix("\r") for line in lines if line.strip()), None)
-    sep = _separator(first) if first is not None else None
     if first is None:
+        info.blank = len(lines)
         return log
-    if sep is None:
+    sep = _separator(first)
+    if sep is None or not _names(first.split(sep)[1:]):
         number = next(i for i, line in enumerate(lines, start=1) if line.strip())
         info.blank = sum(1 for line in lines if not line.strip())
         info.skipped = len(lines) - info.blank
@@ -145,13 +149,13 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
                              f"',', ';' or a tab): {quoted(first)}; the {info.skipped} lines are not read")
         return log
     cut = not text.endswith("\n")
-    header: list[str] = []
+    segments: list[_Segment] = []
     previous: int | None = None  # the epoch of the last row read
     skipped_since = 0  # damaged rows since that row
     starts: list[tuple[int, str]] = []  # (first line, why) of each attempt
     first_epoch: int | None = None
     for line, cells in csv_lines(text, sep):
-        if _blank(cells):
+        if len(cells) <= 1 and _blank(cells):
             info.blank += 1
             continue
         if isinstance(cells, str):
@@ -161,25 +165,29 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
             continue
         if cells[0] == "epoch" and _names(cells[1:]):
             info.header += 1
-            if not header:
+            if not segments:
                 starts.append((line, "the header: the first fit() that wrote this file (rows whose epochs follow one "
                                      "another are one attempt: a resume appending from the next epoch looks the same)"))
             else:
                 starts.append((line, f"a second header at line {line}: another CSVLogger wrote this file as a new "
                                      "one from here (files joined, or a logger that found the file empty)"))
                 previous, skipped_since = None, 0
-            header = cells
+            segments.append(_Segment(cells[1:]))
             continue
-        last = line == len(lines)
-        if last and cut and not lines[-1].endswith("\r"):
+        if not segments:
+            info.problem(line, "a row before the header; row skipped")
+            info.skipped += 1
+            continue
+        segment = segments[-1]
+        if line == len(lines) and cut and not lines[-1].endswith("\r"):
             info.cut_off = True
             info.problem(line, "the last row has no line end (CSVLogger ends every row with one): cut off mid-row "
                                "by a writer that stopped; row skipped")
             info.skipped += 1
             continue
-        if len(cells) != len(header):
-            info.problem(line, f"{len(cells)} cells where the header has {len(header)} (a fit() that logged other "
-                               "metrics appended without a header of its own); row skipped")
+        if len(cells) != len(segment.names) + 1:
+            info.problem(line, f"{len(cells)} cells where the header has {len(segment.names) + 1} (a fit() that "
+                               "logged other metrics appended without a header of its own); row skipped")
             info.skipped += 1
             skipped_since += 1
             continue
@@ -194,23 +202,12 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
             starts.append((line, why))
         previous, skipped_since = epoch, 0
         first_epoch = epoch if first_epoch is None else first_epoch
-        train: dict[str, float] = {}
-        evals: dict[str, float] = {}
-        for name, cell in zip(header[1:], cells[1:]):
-            if cell in (NA, ""):
-                continue  # a key missing from that epoch's logs
-            value = _value(cell)
-            if value is None:
-                info.problem(line, f"{name}: {quoted(cell)} is not a number; that cell is left out")
-                continue
-            (evals if is_eval(name) else train)[name] = value
-        if train:
-            rows.add(run, "train", epoch, line, None, train)
-        if evals:
-            rows.add(run, "eval", epoch, line, None, evals)
-            reading.events.append(Evaluation(run, epoch, None, Evidence(rel, line), evals))
+        segment.lines.append(line)
+        segment.epochs.append(epoch)
+        segment.cells.append(cells[1:])
         info.records += 1
-    reading.frames.append(rows.frame())
+    for segment in segments:
+        reading.frames.append(_frame(segment, rel, run, info, reading.events))
     for i, (start, why) in enumerate(starts):
         end = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
         log.attempts.append((start, end))
@@ -222,6 +219,45 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
     else:
         facts.reason = "CSVLogger writes nothing at the end of training: the file tells no status"
     return log
+
+
+def _frame(segment: _Segment, rel: str, run: str, info: InputFile, events: list) -> pd.DataFrame:
+    """The metric rows of one header's rows, column by column: per epoch a train row, then an eval row
+    (each only when it has a value); and an Evaluation per eval row, appended to `events`."""
+    rows, width = len(segment.lines), len(segment.names)
+    table = np.array(segment.cells, dtype=str).reshape(rows, width)
+    lines = np.array(segment.lines, dtype=np.int64)
+    epochs = np.array(segment.epochs, dtype=np.int64)
+    evals = np.array([is_eval(name) for name in segment.names], dtype=bool)
+    values = np.full((rows, width), np.nan)
+    present = np.zeros((rows, width), dtype=bool)
+    for j, name in enumerate(segment.names):
+        column = table[:, j]
+        logged = (column != NA) & (column != "")  # NA: a key missing from that epoch's logs
+        parsed, ok = parse_numbers(column[logged])
+        values[logged, j] = parsed
+        present[logged, j] = ok
+        for i in np.flatnonzero(logged)[~ok].tolist():
+            info.problem(int(lines[i]), f"{name}: {quoted(str(column[i]))} is not a number; that cell is left out")
+    has_train = present[:, ~evals].any(axis=1)
+    has_eval = present[:, evals].any(axis=1)
+    source = np.concatenate([np.flatnonzero(has_train), np.flatnonzero(has_eval)])
+    eval_row = np.concatenate([np.zeros(int(has_train.sum()), dtype=bool), np.ones(int(has_eval.sum()), dtype=bool)])
+    order = np.argsort(source * 2 + eval_row, kind="stable")  # by line, a train row before its eval row
+    source, eval_row = source[order], eval_row[order]
+    metrics = {}
+    for j, name in enumerate(segment.names):
+        mask = present[source, j] & (eval_row == evals[j])
+        if mask.any():
+            metrics[name] = pa.array(values[source, j], mask=~mask)
+    names = [name for name, e in zip(segment.names, evals) if e]
+    at = np.flatnonzero(has_eval)
+    for epoch, line, row, logged in zip(epochs[at].tolist(), lines[at].tolist(), values[at][:, evals].tolist(),
+                                        present[at][:, evals].tolist()):
+        events.append(Evaluation(run, epoch, None, Evidence(rel, line),
+                                 {name: value for name, value, ok in zip(names, row, logged) if ok}))
+    return metric_frame(rel, lines[source].tolist(), run, np.where(eval_row, "eval", "train").tolist(),
+                        epochs[source].tolist(), [None] * len(source), metrics)
 
 
 def _new_attempt(epoch: int, previous: int | None, line: int, skipped: int) -> str | None:

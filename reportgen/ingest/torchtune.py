@@ -18,15 +18,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
 from reportgen.ingest.common import (
     MAX_COUNT,
-    MetricRows,
+    PROGRESS_KEYS,
     Reading,
     decode_text,
     from_epoch,
+    is_eval,
+    metric_frame,
+    parse_numbers,
     quoted,
     read_log,
-    row_kind,
     text_lines,
 )
 from reportgen.model import Evidence, InputFile, RunFacts
@@ -96,7 +102,6 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
     """One DiskLogger file: a metric row per Step line, its facts (first and last step, and the start
     its name gives)."""
     info = InputFile(rel, FORMAT)
-    rows = MetricRows(rel)
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
     log = TorchtuneLog(Reading([info]), facts)
     _started(rel, info, facts)
@@ -107,7 +112,9 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
     lines = text_lines(text)
     info.lines = len(lines)
     cut = not text.endswith("\n")
+    kept: list[int] = []  # the line of each Step line
     steps: list[int] = []
+    by_name: dict[str, tuple[list[int], list[str]]] = {}  # name -> (row of each value, its text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             info.blank += 1
@@ -119,35 +126,60 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
             info.skipped += 1
             continue
         match = _LINE.match(line.removesuffix("\r"))
-        items = _pairs(match.group(2)) if match else None
-        if match is None or items is None:
+        pairs = [item.partition(":") for item in match.group(2).split()] if match else []
+        if not pairs or not all(name and value for name, _colon, value in pairs):
             info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
             info.skipped += 1
             continue
-        step = int(match.group(1)) if len(match.group(1)) <= 16 else MAX_COUNT + 1
-        if step > MAX_COUNT:
+        if len(match.group(1)) > 16 or int(match.group(1)) > MAX_COUNT:
             info.problem(number, f"step {quoted(match.group(1))} is past any step count; skipped")
             info.skipped += 1
             continue
-        values: dict[str, float] = {}
-        for item in items:
-            name, value = item.split(":", 1)
-            parsed = _number(value)
-            if parsed is None:
-                info.problem(number, f"{name}: {quoted(value)} is not a number; left out")
-            else:
-                values[name] = parsed
-        if not values:
-            info.problem(number, "no value that is a number on this line; skipped")
-            info.skipped += 1
-            continue
-        rows.add(run, row_kind(list(values)), step, number, None, values)
-        steps.append(step)
-        info.records += 1
-    log.reading.frames.append(rows.frame())
-    if steps:
-        facts.first_step, facts.last_step = min(steps), max(steps)
+        row = len(kept)
+        kept.append(number)
+        steps.append(int(match.group(1)))
+        for name, _colon, value in pairs:
+            rows, texts = by_name.setdefault(name, ([], []))
+            rows.append(row)
+            texts.append(value)
+    log.reading.frames.append(_frame(rel, run, info, kept, steps, by_name))
+    frame = log.reading.frames[0]
+    if len(frame):
+        facts.first_step, facts.last_step = int(frame["step"].min()), int(frame["step"].max())
     return log
+
+
+def _frame(rel: str, run: str, info: InputFile, kept: list[int], steps: list[int],
+           by_name: dict[str, tuple[list[int], list[str]]]) -> pd.DataFrame:
+    """The metrics frame of the Step lines, parsed name by name; a line without a number is skipped."""
+    rows = len(kept)
+    lines = np.array(kept, dtype=np.int64)
+    columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    numbers = np.zeros(rows, dtype=np.int64)  # values that are numbers, per row
+    measured = np.zeros(rows, dtype=np.int64)  # ... and those that measure training (not evaluation)
+    for name, (at, texts) in by_name.items():
+        index = np.array(at, dtype=np.int64)
+        parsed, ok = parse_numbers(np.array(texts, dtype=str))
+        for i in np.flatnonzero(~ok).tolist():
+            info.problem(int(lines[index[i]]), f"{name}: {quoted(texts[i])} is not a number; left out")
+        values = np.full(rows, np.nan)
+        present = np.zeros(rows, dtype=bool)
+        values[index[ok]] = parsed[ok]
+        present[index[ok]] = True
+        columns[name] = (values, present)
+        numbers += present
+        if name not in PROGRESS_KEYS and not is_eval(name):
+            measured += present
+    read = numbers > 0
+    for i in np.flatnonzero(~read).tolist():
+        info.problem(int(lines[i]), "no value that is a number on this line; skipped")
+    info.skipped += int((~read).sum())
+    info.records = int(read.sum())
+    evals = (measured == 0) & (numbers > measured)  # row_kind: every measured value an evaluation metric
+    metrics = {name: pa.array(values[read], mask=~present[read]) for name, (values, present) in columns.items()
+               if present[read].any()}
+    return metric_frame(rel, lines[read].tolist(), run, np.where(evals[read], "eval", "train").tolist(),
+                        np.array(steps, dtype=np.int64)[read].tolist(), [None] * int(read.sum()), metrics)
 
 
 def _started(rel: str, info: InputFile, facts: RunFacts) -> None:
