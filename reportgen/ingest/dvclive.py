@@ -236,7 +236,7 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.
         return info, empty, []
     lines = text_lines(text)
     info.lines = len(lines)
-    header: list[str] | None = None
+    width = 0  # the header's cells: 2 or 3 (with timestamps); 0 until the header is read
     kept: list[int] = []
     steps: list[str] = []
     cells_of: list[list[str]] = []
@@ -244,7 +244,7 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.
         if isinstance(cells, list) and not "".join(cells).strip():
             info.blank += 1
             continue
-        if header is None:
+        if not width:
             info.header = 1
             if isinstance(cells, str) or not _header("\t".join(cells), name):
                 after = lines[line:]
@@ -255,15 +255,15 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.
                 info.problem(line, f"not DVCLive's header for {name} (`step<TAB>{name.rsplit('/', 1)[-1]}`, with a "
                                    f"`timestamp` column first or not): {shown}; the {rest} rows below it are not read")
                 return info, empty, []
-            header = cells
+            width = len(cells)
             continue
         if isinstance(cells, str):
             info.problem(line, f"not a row ({cells}); row skipped")
             info.skipped += 1
             continue
-        if len(cells) != len(header):
+        if len(cells) != width:
             cut = line == len(lines) and not text.endswith("\n")
-            info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
+            info.problem(line, f"{len(cells)} cells where the header has {width}"
                          + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
             info.cut_off = info.cut_off or cut
             info.skipped += 1
@@ -278,7 +278,7 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.
         cells_of.append(cells)
     if not kept:
         return info, empty, []
-    table = np.array(cells_of, dtype=str).reshape(len(kept), len(header))
+    table = np.array(cells_of, dtype=str).reshape(len(kept), width)
     values, ok = parse_numbers(np.char.rstrip(table[:, -1], "\r"))
     line_numbers = np.array(kept, dtype=np.int64)
     for i in np.flatnonzero(~ok).tolist():
@@ -287,7 +287,7 @@ def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.
     info.records = int(ok.sum())
     step_numbers = np.array(steps, dtype=np.int64)[ok]
     line_numbers, values = line_numbers[ok], values[ok]
-    if len(header) == 3:
+    if width == 3:
         stamps = _times(table[ok, 0], line_numbers, info)
     else:
         stamps = pa.nulls(len(values), pa.timestamp("us", tz="UTC"))

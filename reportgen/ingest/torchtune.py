@@ -127,7 +127,7 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
             continue
         match = _LINE.match(line.removesuffix("\r"))
         pairs = [item.partition(":") for item in match.group(2).split()] if match else []
-        if not pairs or not all(name and value for name, _colon, value in pairs):
+        if match is None or not pairs or not all(name and value for name, _colon, value in pairs):
             info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
             info.skipped += 1
             continue
