@@ -47,7 +47,6 @@ def test_each_folder_is_found_by_its_metric_files():
     assert dvclive.live_folders(found) == {"clean/dvclive", "resumed/dvclive"}
     assert dvclive.live_folder("clean/dvclive/plots/metrics/eval/loss.tsv", found) == "clean/dvclive"
     assert dvclive.live_folder("clean/dvc.yaml", found) == "clean/dvclive"  # beside the folder, naming it
-    assert dvclive.live_folder("clean/train.log", found) is None
 
 
 def test_clean_run_values_times_and_params():
