@@ -60,6 +60,9 @@ REAL = {
     "wandb-log": next((WANDB / "clean" / "wandb").glob("offline-run-*/run-*.wandb")),
     "wandb-summary": next((WANDB / "files-only" / "wandb").glob("offline-run-*/files/wandb-summary.json")),
     "wandb-metadata": next((WANDB / "files-only" / "wandb").glob("offline-run-*/files/wandb-metadata.json")),
+    "keras-csv": TESTS / "fixtures" / "keras" / "resumed" / "training.log",
+    "dvclive-tsv": TESTS / "fixtures" / "dvclive" / "clean" / "dvclive" / "plots" / "metrics" / "loss.tsv",
+    "torchtune": next((TESTS / "fixtures" / "torchtune" / "nan").glob("log_*.txt")),
     "wandb-debug": next((WANDB / "clean" / "wandb").glob("offline-run-*/logs/debug.log")),
 }
 ORIGINAL = {kind: path.read_bytes() for kind, path in REAL.items()}
@@ -260,7 +263,9 @@ NAMES = ["events.jsonl", "bench.csv", "metrics.csv", "hparams.yaml", "last.ckpt"
 def test_sniffing_any_bytes_names_a_kind_or_none(name, head):
     assert formats.kind_of(f"runs/version_0/{name}", head) in (None, "lfs", "native", "bench", "manifest", "tensorboard",
                                                              "sqlite", "ckpt", "hf-state", "hf-adapter", "mlflow-run-meta",
-                                                             "lightning-metrics", "hparams", "text", "wandb-log", "wandb-file")
+                                                             "lightning-metrics", "hparams", "text", "wandb-log", "wandb-file",
+                                                             "keras-csv", "dvclive-tsv", "dvclive-file", "torchtune",
+                                                             "torchtune-pickle")
 
 
 W_RUN = "wandb/run-20270101_000000-abc123"
@@ -270,7 +275,7 @@ FOLDERS = {"native": "runs/r", "bench-csv": "campaign", "lightning-metrics": "li
            "hparams": "lightning_logs/version_0", "ckpt": "lightning_logs/version_0/checkpoints", "text": "out",
            "hf-state": "out", "hf-adapter": "out", "tensorboard": "out/runs/x", "sqlite": "", "manifest": "outputs",
            "wandb-log": W_RUN, "wandb-summary": f"{W_RUN}/files", "wandb-metadata": f"{W_RUN}/files",
-           "wandb-debug": f"{W_RUN}/logs"}
+           "wandb-debug": f"{W_RUN}/logs", "keras-csv": "keras", "dvclive-tsv": "p/dvclive/plots/metrics", "torchtune": "tt/logs"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

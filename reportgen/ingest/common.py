@@ -332,3 +332,23 @@ def row_kind(names: list[str]) -> str:
     """`eval` when every metric of a row (progress counters aside) is an evaluation metric, else `train`."""
     measured = [n for n in names if n not in PROGRESS_KEYS]
     return "eval" if measured and all(is_eval(n) for n in measured) else "train"
+
+
+def parse_numbers(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float values of an array of text cells, parsed at once, and which cells are numbers as
+    float() reads them (`nan` and `inf` are; digits past any float are not: no one logged them)."""
+    try:
+        values = cells.astype(np.float64)
+        ok = np.ones(len(cells), dtype=bool)
+    except ValueError:  # a cell that is no number: each cell on its own
+        values = np.full(len(cells), np.nan)
+        ok = np.zeros(len(cells), dtype=bool)
+        for i, cell in enumerate(cells.tolist()):
+            try:
+                values[i], ok[i] = float(cell), True
+            except ValueError:
+                pass
+    for i in np.flatnonzero(np.isinf(values)):
+        if not str(cells[i]).strip().lstrip("+-").lower().startswith("inf"):
+            ok[i] = False
+    return values, ok

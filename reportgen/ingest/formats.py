@@ -21,13 +21,16 @@ from pathlib import Path, PurePosixPath
 
 from reportgen.ingest import (
     bench,
+    dvclive,
     hf,
+    keras,
     lightning,
     manifest,
     mlflow,
     native,
     tensorboard,
     textlog,
+    torchtune,
     wandb,
 )
 from reportgen.ingest.common import Reading
@@ -44,7 +47,8 @@ from reportgen.lfs import lfs_pointer
 from reportgen.model import Decision, InputFile
 
 # Specific before general: a native event log before any JSON lines, run folders before the TensorBoard
-# files and captured logs they hold, captured text last.
+# files and captured logs they hold, the line formats of one library (a CSVLogger training.log, a
+# DiskLogger log_<t>.txt) before captured text, captured text last.
 READERS: tuple[Reader, ...] = (
     native.READER,
     bench.READER,
@@ -54,6 +58,9 @@ READERS: tuple[Reader, ...] = (
     mlflow.READER,
     wandb.READER,
     tensorboard.READER,
+    keras.READER,
+    torchtune.READER,
+    dvclive.READER,
     textlog.READER,
 )
 

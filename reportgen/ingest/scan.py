@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from reportgen.ingest.textlog import Session
 
 LFS = "lfs"  # the kind of a Git LFS pointer, whatever file it stands for
+# File names too generic to name a run on their own (train.log, training.log, stdout.txt).
+GENERIC_STEMS = {"train", "training", "stdout", "stderr", "log", "logs", "output", "out", "err", "nohup", "console", "run"}
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,12 @@ class Scan:
     def name_of(self, folder: str) -> str:
         """The run name a folder proposes: its own name; LOGS itself is named after LOGS."""
         return folder_name(folder) or self.logs.resolve().name or "logs"
+
+    def file_name_of(self, rel: str) -> str:
+        """The run name a file proposes: its stem (oom-1.log -> oom-1), or its folder's name when the
+        stem is too generic to name a run (training.log)."""
+        stem = PurePosixPath(rel).stem
+        return stem if stem.lower() not in GENERIC_STEMS else self.name_of(parents(rel)[0])
 
     def shown_by(self, folder: str, names: tuple[str, ...]) -> Evidence:
         """The file that stands for a run folder in evidence: the first of `names` it holds, else its first file."""

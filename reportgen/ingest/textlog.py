@@ -387,10 +387,6 @@ def _progress(line: str, number: int, add) -> None:
             add("non_finite", number, f"the Trainer printed {key}={value}", target=key)
 
 
-# Text-log names too generic to name a run on their own.
-GENERIC_STEMS = {"train", "training", "stdout", "stderr", "log", "logs", "output", "out", "err", "nohup", "console", "run"}
-
-
 def recognise(rel: str, head: bytes) -> str | None:
     return "text" if sniff(head, PurePosixPath(rel).name) else None
 
@@ -408,9 +404,7 @@ def read_files(scan: Scan) -> None:
                 owner = next(iter(natives))
             for message in messages:
                 message.run = owner
-            stem = PurePosixPath(rel).stem
-            name = stem if stem.lower() not in GENERIC_STEMS else scan.name_of(folder)
-            scan.texts.append(TextLog(rel, folder, sessions, messages, owner, name))
+            scan.texts.append(TextLog(rel, folder, sessions, messages, owner, scan.file_name_of(rel)))
             scan.add(Reading([info], [], list(messages)))
         scan.done(rel)
 
