@@ -659,6 +659,9 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
         where = str(PurePosixPath(check.path).parent)
         if check.run in runs and where not in folders.setdefault(check.run, []) and where != ".":
             folders[check.run].append(where)
+    for text in texts:  # a log in a run's folder is one of that run's sources, whether or not it says anything
+        if text.owner in runs and text.path not in runs[text.owner].sources:
+            runs[text.owner].sources.append(text.path)
     pending = _link_texts(campaign, texts, folders)
     _own_runs(campaign, pending, texts)
     if _continuations(campaign):
@@ -668,8 +671,58 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
     for (text, session), reason in sorted(pending.items(), key=lambda item: (item[0][0].path, item[0][1].index)):
         lines = (session.first_line, session.last_line) if len(text.sessions) > 1 else None
         campaign.unlinked.append(UnlinkedSource(text.path, reason, lines))
+    _printed_rows(campaign, texts)
     for run in runs.values():
         run.formats = sorted(set(run.formats) | {f for f in _formats_of(campaign, run)})
+
+
+def _printed_rows(campaign: Campaign, texts: list[TextLog]) -> None:
+    """The metric rows a log printed (the Trainer's dicts) join the run each process went to, when no
+    other file of that run logged metrics: the printed values are a copy, to the digits printed, of
+    what a Trainer's own records hold, and only a run without such records needs them. Added after
+    every identity decision, so no rule is decided by a log's copy of a run's values."""
+    frame = campaign.metrics
+    measured = set(frame["run"].unique()) if len(frame) else set()
+    inputs = {info.path: info for info in campaign.inputs}
+    added: list[pd.DataFrame] = []
+    for text in texts:
+        rows = text.metrics
+        if rows is None or not len(rows):
+            continue
+        # Each row belongs to the last process started at or before its line.
+        firsts = np.array([session.first_line for session in text.sessions])
+        of_session = np.searchsorted(firsts, rows["line"].to_numpy(dtype="int64", na_value=0), side="right") - 1
+        for index, part in rows.groupby(np.maximum(of_session, 0), sort=True):
+            session = text.sessions[int(index)]
+            run_id = text.owner or text.linked.get(session.index)
+            if run_id is None or run_id not in campaign.runs:
+                continue
+            if run_id in measured:
+                if text.path in inputs:
+                    inputs[text.path].notes.append(f"its {len(part)} printed metric dicts are not {run_id}'s metric rows: "
+                                                   "other files of the run logged its metrics")
+                continue
+            part = part.assign(run=run_id)
+            added.append(part)
+            if text.path in inputs:
+                inputs[text.path].notes.extend(n for n in rows.attrs.get("notes", []) if n not in inputs[text.path].notes)
+            run = campaign.runs[run_id]
+            steps = part["step"].dropna()
+            if len(steps) and rows.attrs.get("steps") != "order":  # the order they were printed in is no step span
+                first, last = int(steps.min()), int(steps.max())
+                run.first_step = first if run.first_step is None else min(run.first_step, first)
+                run.last_step = last if run.last_step is None else max(run.last_step, last)
+            stamps = part["ts"].dropna()
+            if len(stamps) and run.started_at is None:
+                run.started_at, run.start_evidence = stamps.min().to_pydatetime(), Evidence(text.path, session.first_line)
+            if len(stamps) and run.ended_at is None:
+                last_seen = stamps.max().to_pydatetime()
+                run.last_seen_at = max(run.last_seen_at or last_seen, last_seen)
+    if added:
+        metrics = pd.concat([frame, *added] if len(frame) else added, ignore_index=True, sort=False)
+        metrics["path"] = metrics["path"].astype(str)
+        metrics["run"] = metrics["run"].astype(str)
+        campaign.metrics = metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
 
 
 def _formats_of(campaign: Campaign, run: Run) -> set[str]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from reportgen.ingest.common import Reading
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
@@ -88,6 +90,7 @@ class TextLog:
     owner: str | None  # the run whose folder holds it (a source key until merged)
     name: str | None  # the run it names if it is a run of its own (oom-1.log -> oom-1)
     linked: dict[int, str] = field(default_factory=dict)  # session index -> the run it was linked to
+    metrics: pd.DataFrame | None = None  # the metric rows it printed (the Trainer's dicts), given to its run in link
 
 
 @functools.lru_cache(maxsize=65536)

@@ -14,6 +14,10 @@ Lightning prints "GPU available:" when each process starts, and a Trainer's prog
 at 0 of its total: lines after the k-th such line belong to session k, so a log appended to by a run
 and its resume (or by two runs one after the other) can be told apart.
 
+The Hugging Face Trainer's printed dicts ({'loss': '3.907', 'epoch': '0.07812'}) are also metric rows
+of the log (`read_console`; see Printed for how each one's step is known), and a Kaggle notebook's
+log (a JSON array of its writes) is read as the console it records.
+
 Each session also keeps what can tie it to a run when the log lies outside every run's folder
 (ingest/identity.py decides): the clock times its lines start with (logging's asctime, ISO
 times; a time without an offset is read as UTC), the hyperparameters it printed (a dict or an
@@ -34,11 +38,20 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path, PurePosixPath
 
+import pandas as pd
+
 from reportgen.ingest.common import (
+    EARLIEST,
+    LATEST,
     TEXT_BUDGET,
+    LineIndex,
+    MetricRows,
     Reading,
     decode_text,
+    json_entries,
+    quoted,
     read_log,
+    row_kind,
     text_lines,
 )
 from reportgen.ingest.scan import Reader, Scan, TextLog, parents
@@ -128,6 +141,7 @@ class Session:
     steps: bool = False  # a step line or a training progress bar: this process trained
     first_step: int | None = None
     last_step: int | None = None
+    first_clock: tuple[int, datetime] | None = None  # the first clock time printed, with its line
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -140,7 +154,7 @@ def sniff(head: bytes, name: str) -> bool:
         return False
     if name.lower().endswith(TEXT_SUFFIXES):
         return True
-    return any(p.search(text) for p in (_TRACEBACK, _OOM, _FIT_DONE, _TOO_LONG)) or \
+    return sniff_kaggle(complete) or any(p.search(text) for p in (_TRACEBACK, _OOM, _FIT_DONE, _TOO_LONG)) or \
         any(_PROGRESS.match(line) for line in text.splitlines()[:200])
 
 
@@ -154,17 +168,41 @@ def _short(text: str) -> str:
 
 def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Session]]:
     """Every recognised message of one text log, and its sessions; the run is filled in by ingest."""
+    got = read_console(path, rel)
+    return got.info, got.messages, got.sessions
+
+
+@dataclass
+class TextRead:
+    """What one console log gave: its messages, its sessions, and the metric rows it printed."""
+
+    info: InputFile
+    messages: list[LogMessage]
+    sessions: list[Session]
+    metrics: pd.DataFrame  # the Trainer's printed dicts (run "": the caller gives the run)
+
+
+def read_console(path: Path, rel: str) -> TextRead:
+    """A console log: a captured stdout/stderr, or a Kaggle notebook's log (a JSON array of its writes)."""
     info = InputFile(path=rel, format=FORMAT)
     raw = read_log(path, info, TEXT_BUDGET)
     text = decode_text(raw)
     if text is None:
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
         info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
-    # Every line is read as text; the messages (records) are found in them.
+    if sniff_kaggle(text[:200].encode("utf-8", "replace")):
+        return _read_kaggle(text, rel, info)
     lines = text_lines(text)
     info.lines = len(lines)
     info.blank = sum(1 for line in lines if not line.strip())
     info.text_lines = info.lines - info.blank
+    messages, sessions, printed = _scan(text, rel)
+    info.records = len(messages)
+    return TextRead(info, messages, sessions, printed.frame(info))
+
+
+def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed]:
+    """The messages, sessions and printed metric rows of a console's text, by its line numbers."""
     messages: list[LogMessage] = []
     session = 0
     seen_session_line = False
@@ -174,6 +212,7 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
     crashed = False  # a traceback ended since the last progress bar
     sessions = [Session(0, 1, 1)]
+    printed = Printed()
 
     def add(kind: str, line: int, message: str, target: str | None = None) -> None:
         messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
@@ -192,36 +231,49 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
         if _SESSION.match(stripped):
             if seen_session_line:
                 flush_bar()
+                printed.waiting.clear()
                 session += 1
                 step, bar, bar_total = None, None, None
                 sessions.append(Session(session, number, number))
             seen_session_line = True
-        if (match := _BAR.match(line)) and _new_loop(match, line, bar_total, step, crashed):
+        drawn = _BAR.match(line)
+        if drawn and _new_loop(drawn, line, bar_total, step, crashed):
             # The training bar starts again from 0 after counting past it, or after a crash: the next
             # process appended to the log (or a new train()).
             flush_bar()
+            printed.waiting.clear()
             session += 1
             step, bar, bar_total = None, None, None
             sessions.append(Session(session, number, number))
         current = sessions[-1]
         current.last_line = number
-        if match:
+        if drawn:
             crashed = False
-            bar_total = bar_total or int(match.group(2))  # the first bar of a process is its training loop
-            if int(match.group(2)) == bar_total:
-                step = int(match.group(1))
+            bar_total = bar_total or int(drawn.group(2))  # the first bar of a process is its training loop
+            if int(drawn.group(2)) == bar_total:
+                step = int(drawn.group(1))
+                printed.bar(step)
                 current.steps = True
                 current.first_step = step if current.first_step is None else min(current.first_step, step)
                 current.last_step = step if current.last_step is None else max(current.last_step, step)
-                hours, minutes, seconds = (int(g) if g else 0 for g in match.group(3, 4, 5))
+                hours, minutes, seconds = (int(g) if g else 0 for g in drawn.group(3, 4, 5))
                 bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
         elif match := _STEP.match(_LEAD.sub("", stripped, count=1)):
             step = int(match.group(1))
             current.steps = True
             current.first_step = step if current.first_step is None else min(current.first_step, step)
             current.last_step = step if current.last_step is None else max(current.last_step, step)
+        if drawn is not None:
+            # A bar says nothing more (its counts and rates are no paths, no message); what its line goes
+            # on with may.
+            rest = line[line.find("]", drawn.end()) + 1:].strip()
+            if not rest and in_traceback is None:
+                continue
+            if rest:
+                _ties(rest, rest.lower(), number, current, clock=False)
         low = stripped.lower()
-        _ties(stripped, low, number, current)
+        if drawn is None:
+            _ties(stripped, low, number, current)
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
                 kind = "oom" if _OOM.search(stripped) else "traceback"
@@ -235,12 +287,17 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
             else:
                 continue
         # A traceback starts its line, or follows a progress bar the crash left without a line end.
-        if _TRACEBACK.match(stripped) or (stripped.endswith(_TRACEBACK_TEXT) and _BAR.match(line)):
+        if _TRACEBACK.match(stripped) or (stripped.endswith(_TRACEBACK_TEXT) and drawn):
             in_traceback = number
             continue
-        if _PROGRESS.match(stripped):
-            _progress(stripped, number, add)
+        if "{'" in stripped and _PROGRESS.match(body := _ANSI_LEAD.sub("", stripped)):
+            values = _printed_dict(body)
+            if values is not None:
+                _progress(values, number, add)
+                printed.dict(values, number, session, current)
             continue
+        if "per epoch" in stripped and (per_epoch := _PER_EPOCH.search(stripped)):
+            printed.per_epoch[session] = int(per_epoch.group(1).replace(",", ""))
         if not _may_say(low):
             continue
         if _OOM.search(stripped):
@@ -262,15 +319,17 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[LogMessage], list[Sessio
     if in_traceback is not None:
         add("traceback", in_traceback, "a traceback cut off before its exception line")
     flush_bar()
-    info.records = len(messages)
-    return info, messages, sessions
+    printed.settle(sessions)
+    return messages, sessions, printed
 
 
-def _ties(line: str, low: str, number: int, session: Session) -> None:
-    """What in one line can tie its session to a run: a clock time, printed hyperparameters, a path."""
-    if len(session.times) < MAX_SESSION_ITEMS and (clock := _clock_time(line)) is not None:
-        session.times.append(clock[0])
-        session.clock_resolution = max(session.clock_resolution, clock[1])
+def _ties(line: str, low: str, number: int, session: Session, clock: bool = True) -> None:
+    """What in one line can tie its session to a run: a clock time (unless `clock` is False: the text
+    does not start its line), printed hyperparameters, a path."""
+    if clock and len(session.times) < MAX_SESSION_ITEMS and (at := _clock_time(line)) is not None:
+        session.times.append(at[0])
+        session.first_clock = session.first_clock or (number, at[0])
+        session.clock_resolution = max(session.clock_resolution, at[1])
     if "v_num" in line and (version := _V_NUM.search(line)) and len(session.versions) < MAX_SESSION_ITEMS:
         session.versions.append((number, int(version.group(1))))
     if "{" in line and len(session.values) < MAX_SESSION_VALUES:
@@ -367,14 +426,27 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
-def _progress(line: str, number: int, add) -> None:
-    """A dict the Trainer printed: its final summary, or values that are not finite."""
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_KEY = r"[A-Za-z_][\w/.\-]*"
+_ITEM = rf"'{_KEY}': (?:'{_NUMBER}'|{_NUMBER})"
+_PLAIN_DICT = re.compile(rf"\{{{_ITEM}(?:, {_ITEM})*\}}")
+_PAIRS = re.compile(rf"'({_KEY})': (?:'({_NUMBER})'|({_NUMBER}))")
+
+
+def _printed_dict(line: str) -> dict | None:
+    """A dict a line prints, when it is one. A dict of names and plain numbers (what the Trainer prints)
+    is read by one regular expression; any other by the literal parser."""
+    if _PLAIN_DICT.fullmatch(line):
+        return {key: quoted or bare for key, quoted, bare in _PAIRS.findall(line)}
     try:
         values = _literal(line)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return
-    if not isinstance(values, dict):
-        return
+        return None
+    return values if isinstance(values, dict) else None
+
+
+def _progress(values: dict, number: int, add) -> None:
+    """A dict the Trainer printed: its final summary, or values that are not finite."""
     if "train_runtime" in values:
         add("finished", number, "the Trainer printed its final training summary")
     for key in ("loss", "grad_norm", "eval_loss"):
@@ -387,6 +459,237 @@ def _progress(line: str, number: int, add) -> None:
             add("non_finite", number, f"the Trainer printed {key}={value}", target=key)
 
 
+# A dict is the Trainer's metric row when it holds one of the keys the Trainer logs (Trainer.log:
+# loss, grad_norm, learning_rate; evaluate(): eval_*; the final summary: train_runtime, train_loss):
+# a dict printed by other code ({'a': 1}, a configuration) is not one.
+TRAINER_KEYS = frozenset({"loss", "grad_norm", "learning_rate", "train_runtime", "train_loss"})
+_ANSI_LEAD = re.compile(r"^(?:\x1b\[[0-9;?]*[A-Za-z])+")  # a nested bar moves the cursor up before the dict
+_PER_EPOCH = re.compile(r"Num update steps per epoch = ([\d,]{1,20})\b")
+
+
+def trainer_metrics(values: dict) -> dict[str, tuple[float, float]] | None:
+    """The metrics of a dict the Trainer printed, each with half a unit of its last printed digit
+    (transformers 5 prints '3.907', transformers 4 the float); None when it is not the Trainer's."""
+    if not any(isinstance(k, str) and (k in TRAINER_KEYS or k.startswith("eval_")) for k in values):
+        return None
+    out: dict[str, tuple[float, float]] = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            continue
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):
+            continue  # a string that is not a number ('[String too long to display...]')
+        out[key] = (number, _half_unit(str(value))) if math.isfinite(number) else (math.nan, 0.0)
+    return out or None
+
+
+def _half_unit(printed: str) -> float:
+    """Half a unit of the last digit of a printed number: '3.907' -> 0.0005, '4e-05' -> 5e-06, '12' -> 0.5."""
+    mantissa, _e, power = printed.strip().lower().partition("e")
+    point = mantissa.find(".")
+    try:
+        exponent = (int(power) if power else 0) - (len(mantissa) - point - 1 if point >= 0 else 0)
+    except ValueError:
+        return 0.0
+    return 0.5 * 10.0 ** exponent if abs(exponent) < 300 else 0.0
+
+
+class Printed:
+    """The Trainer's printed dicts of one log, as metric rows, and how each one's step is known.
+
+    A dict's step is, in this order: the training progress bar tqdm redraws right after it (tqdm
+    clears its bar to write the dict and draws it again at once, at the step logged); else the
+    printed `epoch` times the steps per epoch ("Num update steps per epoch = N", or the ratio of
+    step to epoch of the dicts the bar placed), when the digits printed fix the step; else, when no
+    dict of the log has a step, the dicts' order (1, 2, 3...), and a note says so."""
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+        self.sessions: list[int] = []
+        self.values: list[dict[str, tuple[float, float]]] = []
+        self.kinds: list[str] = []
+        self.steps: list[int | None] = []
+        self.waiting: list[int] = []
+        self.per_epoch: dict[int, int] = {}
+        self.note: str | None = None
+        self.unplaced = 0
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def dict(self, values: dict, number: int, session: int, current: Session) -> None:
+        metrics = trainer_metrics(values)
+        if metrics is None:
+            return
+        kind = "summary" if "train_runtime" in metrics else row_kind(list(metrics))
+        self.waiting.append(len(self.lines))
+        self.lines.append(number)
+        self.sessions.append(session)
+        self.values.append(metrics)
+        self.kinds.append(kind)
+        self.steps.append(None)
+        if kind == "train":
+            current.steps = True  # it printed a training metric: this process trained
+
+    def bar(self, step: int) -> None:
+        for index in self.waiting:
+            self.steps[index] = step
+        self.waiting.clear()
+
+    def settle(self, sessions: list[Session]) -> None:
+        """The steps the bar did not give: from the epoch, else the order (see the class)."""
+        by_session: dict[int, list[int]] = {}
+        for i, index in enumerate(self.sessions):
+            by_session.setdefault(index, []).append(i)
+        for session in sessions:
+            rows = by_session.get(session.index, [])
+            per_epoch = self.per_epoch.get(session.index) or self._ratio(rows)
+            for i in rows:
+                epoch = self.values[i].get("epoch")
+                if self.steps[i] is None and per_epoch and epoch and math.isfinite(epoch[0]) and epoch[1] * per_epoch < 0.5:
+                    self.steps[i] = round(epoch[0] * per_epoch)
+            for i in rows:
+                if (step := self.steps[i]) is not None:
+                    session.first_step = step if session.first_step is None else min(session.first_step, step)
+                    session.last_step = step if session.last_step is None else max(session.last_step, step)
+        if self.lines and all(step is None for step in self.steps):
+            self.steps = list(range(1, len(self.lines) + 1))
+            self.note = (f"{len(self.lines)} printed metric dicts have no step (no progress bar, and no steps per epoch "
+                         "to place their epoch): numbered 1, 2, 3... in the order printed, not by training step")
+        else:
+            self.unplaced = sum(step is None for step in self.steps)
+
+    def _ratio(self, rows: list[int]) -> int | None:
+        """Steps per epoch from the dicts the bar placed, when they agree on one whole number."""
+        ratios = set()
+        for i in rows:
+            step, (epoch, half) = self.steps[i], self.values[i].get("epoch", (math.nan, 0.0))
+            if step and epoch > 0 and half * step / epoch < 0.5:  # the printed epoch fixes the ratio to the step
+                ratios.add(round(step / epoch))
+        return ratios.pop() if len(ratios) == 1 else None
+
+    def frame(self, info: InputFile, line_of=None, time_of=None) -> pd.DataFrame:
+        """The rows as a metrics frame (run ""), line numbers and times mapped when the text came from
+        elsewhere (a Kaggle log's entries)."""
+        rows = MetricRows(info.path)
+        for i, number in enumerate(self.lines):
+            values = {k: v for k, (v, _half) in self.values[i].items()}
+            rows.add("", self.kinds[i], self.steps[i], line_of(number) if line_of else number,
+                     time_of(number) if time_of else None, values)
+        frame = rows.frame()
+        # How the steps were placed is said on the file when the rows are given to a run (identity).
+        notes = []
+        if self.note:
+            notes.append(self.note)
+            frame.attrs["steps"] = "order"  # numbered in order: no step of training, and no run's step span
+        if self.unplaced:
+            notes.append(f"{self.unplaced} printed metric dicts have no step (no progress bar after them, "
+                         "and their epoch does not fix one): kept without a step")
+        frame.attrs["notes"] = notes
+        return frame
+
+
+# --- Kaggle notebook logs ------------------------------------------------------------------------
+# A Kaggle kernel's .log is a JSON array of the notebook's writes, one entry a line:
+# [{"stream_name":"stdout","time":1.23,"data":"..."}\n,{...}\n]; `time` is seconds since the kernel started.
+_KAGGLE_HEAD = re.compile(rb'^\s*\[\s*\{\s*"stream_name"\s*:\s*"(?:stdout|stderr)"')
+
+
+def sniff_kaggle(head: bytes) -> bool:
+    """A Kaggle notebook log, by its content: a JSON array whose first entry names its stream."""
+    return bool(_KAGGLE_HEAD.match(head.removeprefix(codecs.BOM_UTF8)))
+
+
+def _read_kaggle(text: str, rel: str, info: InputFile) -> TextRead:
+    """A Kaggle notebook log read as the console it records: the entries' `data`, in order (stdout and
+    stderr interleaved, as `2>&1` leaves them). Each console line is cited at the line of the entry
+    where it starts. Times: the kernel start is a clock time a console line prints minus its entry's
+    `time`; without one, the log's times are relative and its rows have none."""
+    lines = text_lines(text)
+    info.lines = len(lines)
+    info.blank = sum(1 for line in lines if not line.strip())
+    info.text_lines = info.lines - info.blank
+    index = LineIndex(text)
+    entries, damage = json_entries(text, text.find("["))
+    if damage:
+        after = entries[-1][0] + 1 if entries else 0
+        broken = text.find("{", after)
+        # Damage on the last line of the file, after the last complete entry: its writer was stopped.
+        info.cut_off = "cut off" in damage or (broken >= 0 and "\n" not in text[broken:].rstrip())
+        where = index.line(broken) if broken >= 0 else (index.line(after) if entries else 1)
+        info.problem(where, f"the log's JSON array: {damage}" + ("; the file is cut off there" if info.cut_off
+                                                                and "cut off" not in damage else ""))
+    parts: list[str] = []
+    starts: list[int] = []  # the file line each console line starts at
+    seconds: list[float | None] = []  # its entry's time
+    open_line = False
+    for offset, entry in entries:
+        line = index.line(offset)
+        data = entry.get("data") if isinstance(entry, dict) else None
+        at = entry.get("time") if isinstance(entry, dict) else None
+        if not isinstance(data, str):
+            # A problem at its line; the line still counts as text, as every line of a text log does.
+            info.problem(line, f"an entry without text 'data' ({quoted(entry)}); not read")
+            continue
+        at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at) else None
+        if open_line and (parts[-1].endswith("\r") or data.startswith("\r")):
+            # A line left at a carriage return (a bar redrawn) ends no console line; this entry starts its
+            # own, so that what it prints is cited at its entry. The text is read the same: a "\r" ends a
+            # redraw as a "\n" does.
+            parts.append("\n")
+            open_line = False
+        pieces = data.split("\n")
+        for i, _piece in enumerate(pieces):
+            if i == 0 and open_line:
+                continue  # the entry goes on with the console line an earlier entry started
+            if i == len(pieces) - 1 and _piece == "":
+                break
+            starts.append(line)
+            seconds.append(at)
+        open_line = not data.endswith("\n")
+        parts.append(data)
+    console = "".join(parts)
+    messages, sessions, printed = _scan(console, rel)
+
+    def line_of(number: int) -> int:
+        return starts[min(number, len(starts)) - 1] if starts else 1
+
+    start = _kernel_start(sessions, seconds)
+    if start is None and len(printed):
+        info.notes.append("no clock time is printed: the Kaggle log's times are relative to the kernel start, "
+                          "and its metric rows have no time")
+
+    def time_of(number: int) -> datetime | None:
+        at = seconds[min(number, len(seconds)) - 1] if seconds else None
+        if start is None or at is None:
+            return None
+        stamp = start + timedelta(seconds=at)
+        return stamp if EARLIEST <= stamp < LATEST else None
+
+    for message in messages:
+        message.evidence = Evidence(rel, line_of(message.evidence.line or 1))
+    for session in sessions:
+        session.first_line, session.last_line = line_of(session.first_line), line_of(session.last_line)
+        session.values = [(line_of(n), name, v, half) for n, name, v, half in session.values]
+        session.mappings = [(line_of(n), m) for n, m in session.mappings]
+        session.paths = [(line_of(n), path) for n, path in session.paths]
+        session.versions = [(line_of(n), v) for n, v in session.versions]
+    info.records = len(messages)
+    return TextRead(info, messages, sessions, printed.frame(info, line_of, time_of))
+
+
+def _kernel_start(sessions: list[Session], seconds: list[float | None]) -> datetime | None:
+    """When the kernel started: the first clock time printed, less its entry's time."""
+    for session in sessions:
+        if session.first_clock:
+            number, clock = session.first_clock
+            at = seconds[number - 1] if 0 < number <= len(seconds) else None
+            if at is not None and 0 <= at <= 366 * 24 * 3600:
+                return clock - timedelta(seconds=at)
+    return None
+
+
 def recognise(rel: str, head: bytes) -> str | None:
     return "text" if sniff(head, PurePosixPath(rel).name) else None
 
@@ -396,7 +699,8 @@ def read_files(scan: Scan) -> None:
     linked to a run, or left apart, by identity."""
     for rel in scan.files("text"):
         with scan.contained(rel, FORMAT):
-            info, messages, sessions = read(scan.found[rel][0], rel)
+            read = read_console(scan.found[rel][0], rel)
+            info, messages, sessions = read.info, read.messages, read.sessions
             folder = parents(rel)[0]
             owner = scan.owner(rel)
             natives = scan.native_runs.get(folder, set())
@@ -404,7 +708,7 @@ def read_files(scan: Scan) -> None:
                 owner = next(iter(natives))
             for message in messages:
                 message.run = owner
-            scan.texts.append(TextLog(rel, folder, sessions, messages, owner, scan.file_name_of(rel)))
+            scan.texts.append(TextLog(rel, folder, sessions, messages, owner, scan.file_name_of(rel), metrics=read.metrics))
             scan.add(Reading([info], [], list(messages)))
         scan.done(rel)
 
