@@ -42,6 +42,7 @@ TESTS = Path(__file__).parent
 FORMATS = TESTS / "fixtures" / "formats"
 SAMPLE = TESTS.parent / "sample_logs"
 WANDB = TESTS / "fixtures" / "wandb"
+LF = TESTS / "fixtures" / "llamafactory" / "saves" / "tiny-gpt2" / "lora" / "train-clean"
 MLFLOW_RUN = FORMATS / "mlruns" / "140191543709086989" / "dc1e1b85474347259be8c72b0d1bc4d4"
 
 # One real file of each format, as its writer left it.
@@ -63,6 +64,10 @@ REAL = {
     "keras-csv": TESTS / "fixtures" / "keras" / "resumed" / "training.log",
     "dvclive-tsv": TESTS / "fixtures" / "dvclive" / "clean" / "dvclive" / "plots" / "metrics" / "loss.tsv",
     "torchtune": next((TESTS / "fixtures" / "torchtune" / "nan").glob("log_*.txt")),
+    "llamafactory-log": LF / "trainer_log.jsonl",
+    "llamafactory-running": LF / "running_log.txt",
+    "hydra-config": next((TESTS / "fixtures" / "hydra" / "outputs").glob("*/*/.hydra/config.yaml")),
+    "hydra-overrides": next((TESTS / "fixtures" / "hydra" / "outputs").glob("*/*/.hydra/overrides.yaml")),
     "wandb-debug": next((WANDB / "clean" / "wandb").glob("offline-run-*/logs/debug.log")),
 }
 ORIGINAL = {kind: path.read_bytes() for kind, path in REAL.items()}
@@ -265,7 +270,9 @@ def test_sniffing_any_bytes_names_a_kind_or_none(name, head):
                                                              "sqlite", "ckpt", "hf-state", "hf-adapter", "mlflow-run-meta",
                                                              "lightning-metrics", "hparams", "text", "wandb-log", "wandb-file",
                                                              "keras-csv", "dvclive-tsv", "dvclive-file", "torchtune",
-                                                             "torchtune-pickle")
+                                                             "torchtune-pickle", "llamafactory-log",
+                                                             "llamafactory-running", "llamafactory-args",
+                                                             "hydra-config")
 
 
 W_RUN = "wandb/run-20270101_000000-abc123"
@@ -275,7 +282,9 @@ FOLDERS = {"native": "runs/r", "bench-csv": "campaign", "lightning-metrics": "li
            "hparams": "lightning_logs/version_0", "ckpt": "lightning_logs/version_0/checkpoints", "text": "out",
            "hf-state": "out", "hf-adapter": "out", "tensorboard": "out/runs/x", "sqlite": "", "manifest": "outputs",
            "wandb-log": W_RUN, "wandb-summary": f"{W_RUN}/files", "wandb-metadata": f"{W_RUN}/files",
-           "wandb-debug": f"{W_RUN}/logs", "keras-csv": "keras", "dvclive-tsv": "p/dvclive/plots/metrics", "torchtune": "tt/logs"}
+           "wandb-debug": f"{W_RUN}/logs", "keras-csv": "keras", "dvclive-tsv": "p/dvclive/plots/metrics", "torchtune": "tt/logs",
+           "llamafactory-log": "saves/lf", "llamafactory-running": "saves/lf", "hydra-config": "outputs/job/.hydra",
+           "hydra-overrides": "outputs/job/.hydra"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

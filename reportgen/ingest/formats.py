@@ -23,8 +23,10 @@ from reportgen.ingest import (
     bench,
     dvclive,
     hf,
+    hydra,
     keras,
     lightning,
+    llamafactory,
     manifest,
     mlflow,
     native,
@@ -54,6 +56,7 @@ READERS: tuple[Reader, ...] = (
     bench.READER,
     manifest.READER,
     hf.READER,
+    llamafactory.READER,
     lightning.READER,
     mlflow.READER,
     wandb.READER,
@@ -61,6 +64,7 @@ READERS: tuple[Reader, ...] = (
     keras.READER,
     torchtune.READER,
     dvclive.READER,
+    hydra.READER,
     textlog.READER,
 )
 
