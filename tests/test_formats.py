@@ -499,7 +499,8 @@ def test_tensorboard_train_loss_and_the_trainers_loss_are_one_metric(tmp_path):
     tb = sorted({p for p in logged if "tfevents" in p})
     assert tb, "the TensorBoard rows are rows of loss"
     notes = {i.path: i.notes for i in campaign.inputs}
-    assert any("train/loss of run hf-clean is read as loss" in n for n in notes[tb[0]])
+    assert any(n.startswith("the metrics of run hf-clean are read by the names used in") and "train/loss as loss" in n
+               for n in notes[tb[0]])
 
 
 def test_one_file_logging_both_spellings_keeps_two_metrics(tmp_path):

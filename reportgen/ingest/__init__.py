@@ -178,7 +178,7 @@ def _one_name_per_metric(campaign: Campaign) -> None:
                and identity.canonical_metric(c) in metrics.columns]
     if not spelled:
         return
-    notes: dict[str, list[str]] = {}
+    respelled: dict[tuple[str, str, str], list[str]] = {}  # (file, run, the files that name it) -> "a as b"
     runs = metrics["run"].to_numpy()
     paths = metrics["path"].astype(str).to_numpy()
     for column in spelled:
@@ -194,11 +194,14 @@ def _one_name_per_metric(campaign: Campaign) -> None:
             for path in sorted(set(paths[moved])):
                 campaign.spellings.setdefault(path, {})[name] = column
                 shown = sorted(set(paths[kept]))
-                notes.setdefault(path, []).append(
-                    f"{column} of run {run} is read as {name}: {shown[0]}{' and others' if len(shown) > 1 else ''} "
-                    f"logs the same metric of that run as {name}")
+                by = f"{shown[0]}{' and others' if len(shown) > 1 else ''}"
+                respelled.setdefault((path, run, by), []).append(f"{column} as {name}")
     empty = [c for c in spelled if not metrics[c].notna().any()]
     campaign.metrics = metrics.drop(columns=empty)
+    notes: dict[str, list[str]] = {}
+    for (path, run, by), read_as in sorted(respelled.items()):
+        notes.setdefault(path, []).append(f"the metrics of run {run} are read by the names used in {by}: "
+                                          + ", ".join(read_as))
     for info in campaign.inputs:
         info.notes += notes.get(info.path, [])
 
