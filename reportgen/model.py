@@ -243,7 +243,8 @@ class RunFacts:
     history: tuple[bytes, ...] | None = None  # digests of a Trainer's log_history entries, for continuations
     host: str | None = None  # the machine the run ran on, as the source names it (W&B metadata)
     gpu: str | None = None  # the GPU model, as the source names it ("NVIDIA A100-SXM4-40GB")
-    gpu_count: int | None = None  # how many GPUs the run saw
+    gpu_count: int | None = None  # how many GPUs the machine showed the run (W&B's metadata: all it saw, used or not)
+    devices: int | None = None  # how many devices its training loop ran on (the Trainer's data-parallel count)
     exit_code: int | None = None  # the process's exit code, when the source records it
     # What told that this source's run continues `resumes` (a source key until runs are named), by which rule.
     resume_rule: str | None = None

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -262,3 +263,81 @@ def test_any_console_bytes_give_a_result_with_every_line_accounted(tmp_path, dat
     assert all(1 <= m.evidence.line <= max(info.lines, 1) for m in got.messages if m.evidence.line)
     steps = got.metrics["step"].dropna()
     assert (steps >= 0).all()
+
+
+# --- the training set-up a console prints -----------------------------------------------------------
+
+def _console(tmp_path: Path, replace: dict[str, str] | None = None, drop: tuple[str, ...] = (), upto: str | None = None) -> Path:
+    """nohup.out edited as another run would have printed it: lines replaced, lines dropped, cut after a line."""
+    text = NOHUP.read_text()
+    if upto is not None:
+        text = text[: text.index(upto) + len(upto)] + "\n"
+    for old, new in (replace or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    lines = [line for line in text.split("\n") if not any(d in line for d in drop)]
+    logs = tmp_path / "lora-r16"
+    logs.mkdir()
+    (logs / "nohup.out").write_text("\n".join(lines))
+    return logs
+
+
+def test_the_trainer_block_gives_the_planned_steps_and_the_devices():
+    (session,) = textlog.read_console(NOHUP, "nohup.out").sessions
+    assert session.setup.total_steps == (21, 30)
+    line, devices, how = session.setup.devices()
+    assert (line, devices) == (19, 1) and "4 per device x 1 accumulation steps x 1 devices" in how
+
+
+def test_devices_are_the_total_batch_over_per_device_and_accumulation(tmp_path):
+    logs = _console(tmp_path, {"Instantaneous batch size per device = 4": "Instantaneous batch size per device = 8",
+                               "Gradient Accumulation steps = 1": "Gradient Accumulation steps = 2",
+                               "accumulation) = 4": "accumulation) = 1,024"})
+    (session,) = textlog.read_console(logs / "nohup.out", "nohup.out").sessions
+    assert session.setup.devices()[1] == 64
+
+
+def test_counter_example_sizes_that_do_not_divide_give_no_devices(tmp_path):
+    logs = _console(tmp_path, {"Instantaneous batch size per device = 4": "Instantaneous batch size per device = 3"})
+    (session,) = textlog.read_console(logs / "nohup.out", "nohup.out").sessions
+    assert session.setup.devices() is None
+
+
+def test_accelerates_process_count_gives_the_devices_without_the_trainer_block(tmp_path):
+    path = tmp_path / "accelerate.log"
+    path.write_text("Distributed environment: MULTI_GPU  Backend: nccl\nNum processes: 2\nProcess index: 0\n"
+                    "Step 1 loss 0.5\n")
+    (session,) = textlog.read_console(path, "accelerate.log").sessions
+    assert session.setup.devices()[:2] == (2, 2)
+
+
+def test_a_console_whose_bar_reaches_the_planned_steps_completes_its_run(tmp_path):
+    logs = _console(tmp_path, drop=("Training completed", "train_runtime"))
+    campaign = ingest(logs)
+    from reportgen.analysis.status import run_status
+    status = run_status(campaign.runs["lora-r16"], campaign)
+    assert status.status == "completed"
+    assert status.reason.startswith("the training loop drew step 30 of the 30 the Trainer planned")
+    assert [(e.path, e.line) for e in status.evidence] == [("nohup.out", 21)]
+
+
+def test_counter_example_a_console_cut_short_of_the_planned_steps_is_not_completed(tmp_path):
+    logs = _console(tmp_path, upto="{'loss': '3.909', 'grad_norm': '0.6718', 'learning_rate': '0.002667', 'epoch': '0.2344'}")
+    campaign = ingest(logs)
+    from reportgen.analysis.status import run_status
+    status = run_status(campaign.runs["lora-r16"], campaign)
+    assert status.status == "unknown"
+    assert "its last training step is 15 of the 30 the Trainer planned" in status.reason
+
+
+def test_the_devices_a_console_printed_are_the_runs_gpus(tmp_path):
+    from reportgen.analysis.runs import machine, run_time
+    from reportgen.plan.load import load_plan
+    logs = _console(tmp_path, {"accumulation) = 4": "accumulation) = 16"})
+    campaign = ingest(logs)
+    run = campaign.runs["lora-r16"]
+    found = machine(run)
+    assert found is not None and found.devices == 4 and found.gpu is None
+    time = run_time(run, load_plan(Path(__file__).parents[1] / "sample_logs" / "plan.yaml").plan, campaign.messages)
+    assert time.gpus == 4 and "the devices its training loop ran on (nohup.out line 19)" in time.basis
+    assert time.gpu_hours == pytest.approx(time.wall_hours * 4)

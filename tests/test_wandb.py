@@ -530,3 +530,25 @@ def test_wandbs_links_beside_the_run_folders_are_listed_not_read_as_text_logs():
     assert listed["wandb/latest-run"].format is None  # a link to a folder: listed, never followed
     (run,) = campaign.runs.values()
     assert [f.exit_code for f in run.facts] == [0]
+
+
+def test_the_machine_a_run_ran_on_comes_from_its_metadata_but_not_its_gpu_time(tmp_path):
+    """wandb-metadata.json on a GPU machine names the model and how many GPUs the machine showed (the
+    fixture ran on a CPU: the two fields are added as wandb writes them). That count is not the run's:
+    a run may see GPUs it does not use, so its GPU time stays on the config's count."""
+    from reportgen.analysis.runs import machine, run_time
+    from reportgen.ingest import ingest
+    from reportgen.plan.load import load_plan
+    (folder,) = _folders("clean")
+    shutil.copytree(FIXTURES / folder, tmp_path / folder)
+    meta = tmp_path / folder / "files" / "wandb-metadata.json"
+    written = FIXTURES / _folders("files-only")[0] / "files" / "wandb-metadata.json"
+    meta.write_text(json.dumps({**json.loads(written.read_text()), "gpu": "NVIDIA A100-SXM4-40GB", "gpu_count": 8}))
+    campaign = ingest(tmp_path)
+    (run,) = campaign.runs.values()
+    found = machine(run)
+    assert (found.gpu, found.gpu_count, found.host, found.exit_code, found.devices) == (
+        "NVIDIA A100-SXM4-40GB", 8, "vm", 0, None)
+    assert [e.path for e in found.evidence] == [f"{folder}/run-{folder.rsplit('-', 1)[1]}.wandb"]
+    plan = load_plan(Path(__file__).parents[1] / "sample_logs" / "plan.yaml").plan
+    assert run_time(run, plan, campaign.messages).gpus == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from dataclasses import dataclass
 
@@ -26,6 +27,13 @@ class RunTime:
 
 
 def _gpu_count(run: Run) -> tuple[int, str]:
+    """The GPUs a run held: the devices its training loop printed it ran on, else its config's count, else one.
+    A machine's GPU count (W&B's metadata) is not used: a run may have seen GPUs it did not use."""
+    printed = sorted((f.evidence, f.devices) for f in run.facts if f.devices)
+    if printed:
+        (where, devices), *others = printed
+        line = f" line {where.line}" if where.line else ""
+        return devices, f"{devices} GPU(s), the devices its training loop ran on ({where.path}{line})"
     for key in GPU_COUNT_KEYS:
         value = (run.config or {}).get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
@@ -74,6 +82,39 @@ def run_time(run: Run, plan: Plan, messages: list[LogMessage]) -> RunTime:
                        f"{basis}; no source logs clock times, so time outside the training loop is not counted; on {how}")
     span = "start to end" if run.ended_at else "start to the last thing logged (no end was logged)"
     return RunTime(wall, gpus, wall * gpus, f"wall-clock {span}, on {how}")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where a run ran, as its sources record it: the host, the GPU model, the GPUs the machine showed,
+    the devices the training loop ran on, and the process's exit code; each from the first source
+    (in evidence order) that records it."""
+
+    host: str | None
+    gpu: str | None
+    gpu_count: int | None
+    devices: int | None
+    exit_code: int | None
+    evidence: tuple[Evidence, ...]
+
+
+def machine(run: Run) -> Machine | None:
+    """The machine facts of one run; None when no source records any."""
+    ordered = sorted(run.facts, key=lambda f: f.evidence)
+    evidence: list[Evidence] = []
+
+    def first(name: str):  # noqa: ANN202 - the field's own type
+        for facts in ordered:
+            if (value := getattr(facts, name)) is not None:
+                if facts.evidence not in evidence:
+                    evidence.append(facts.evidence)
+                return value
+        return None
+
+    found = Machine(first("host"), first("gpu"), first("gpu_count"), first("devices"), first("exit_code"), ())
+    if not evidence:
+        return None
+    return dataclasses.replace(found, evidence=tuple(evidence))
 
 
 def continuations(campaign: Campaign) -> dict[str, list[str]]:

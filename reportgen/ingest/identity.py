@@ -25,6 +25,7 @@ import pandas as pd
 
 from reportgen.ingest.common import PROGRESS_KEYS
 from reportgen.ingest.scan import Source, TextLog, path_parts
+from reportgen.ingest.textlog import FORMAT as TEXT_FORMAT
 from reportgen.ingest.textlog import Session
 from reportgen.model import (
     METRIC_FRAME_COLUMNS,
@@ -34,6 +35,7 @@ from reportgen.model import (
     Evidence,
     LogMessage,
     Run,
+    RunFacts,
     UnlinkedSource,
 )
 
@@ -672,6 +674,7 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
         lines = (session.first_line, session.last_line) if len(text.sessions) > 1 else None
         campaign.unlinked.append(UnlinkedSource(text.path, reason, lines))
     _printed_rows(campaign, texts)
+    _console_setup(campaign, texts)
     for run in runs.values():
         run.formats = sorted(set(run.formats) | {f for f in _formats_of(campaign, run)})
 
@@ -723,6 +726,36 @@ def _printed_rows(campaign: Campaign, texts: list[TextLog]) -> None:
         metrics["path"] = metrics["path"].astype(str)
         metrics["run"] = metrics["run"].astype(str)
         campaign.metrics = metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
+
+
+def _console_setup(campaign: Campaign, texts: list[TextLog]) -> None:
+    """What each process printed of its training set-up joins the run it went to, as that log's facts:
+    the steps a full run takes, the devices it trained on, and whether its training bar reached those
+    steps (completed: the Trainer planned N steps and drew step N)."""
+    for text in texts:
+        for session in text.sessions:
+            run_id = text.owner or text.linked.get(session.index)
+            setup = session.setup
+            devices = setup.devices()
+            if run_id not in campaign.runs or (setup.total_steps is None and devices is None):
+                continue
+            if devices is not None:
+                facts = RunFacts(run=run_id, format=TEXT_FORMAT, evidence=Evidence(text.path, devices[0]), devices=devices[1])
+                campaign.run_facts.append(facts)
+                campaign.runs[run_id].facts.append(facts)
+            if setup.total_steps is None:
+                continue
+            (line, total), last = setup.total_steps, session.last_step
+            facts = RunFacts(run=run_id, format=TEXT_FORMAT, evidence=Evidence(text.path, line), max_steps=total)
+            if last is not None and last >= total:
+                facts.status = "completed"
+                facts.reason = (f"the training loop drew step {last:,} of the {total:,} the Trainer planned "
+                                f"(Total optimization steps, line {line})")
+            elif last is not None:
+                facts.reason = (f"its last training step is {last:,} of the {total:,} the Trainer planned "
+                                f"(Total optimization steps, line {line}); nothing in it says why it stopped")
+            campaign.run_facts.append(facts)
+            campaign.runs[run_id].facts.append(facts)
 
 
 def _formats_of(campaign: Campaign, run: Run) -> set[str]:

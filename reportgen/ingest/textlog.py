@@ -142,6 +142,46 @@ class Session:
     first_step: int | None = None
     last_step: int | None = None
     first_clock: tuple[int, datetime] | None = None  # the first clock time printed, with its line
+    setup: Setup = field(default_factory=lambda: Setup())  # the training set-up it printed
+
+
+@dataclass
+class Setup:
+    """What a process printed of its training set-up, each figure with its line.
+
+    The Trainer's "***** Running training *****" block: "Total optimization steps = N" (max_steps),
+    "Instantaneous batch size per device = B", "Gradient Accumulation steps = A" and "Total train
+    batch size (w. parallel, distributed & accumulation) = T", where the Trainer computes T as
+    B x A x the devices it trains on (processes x GPUs per process); Accelerate's state print
+    "Num processes: N" when the Trainer's block is not there."""
+
+    total_steps: tuple[int, int] | None = None  # (line, steps)
+    per_device: tuple[int, int] | None = None
+    accumulation: tuple[int, int] | None = None
+    total_batch: tuple[int, int] | None = None
+    processes: tuple[int, int] | None = None
+
+    def devices(self) -> tuple[int, int, str] | None:
+        """(line, devices, how it was found): from the Trainer's batch sizes when they divide, else
+        Accelerate's process count."""
+        if self.per_device and self.accumulation and self.total_batch:
+            b, a, t = self.per_device[1], self.accumulation[1], self.total_batch[1]
+            if b > 0 and a > 0 and t % (b * a) == 0 and t // (b * a) >= 1:
+                return (self.total_batch[0], t // (b * a),
+                        f"the Trainer's total train batch size {t:,} = {b:,} per device x {a:,} accumulation steps "
+                        f"x {t // (b * a):,} devices")
+        if self.processes and self.processes[1] >= 1:
+            return self.processes[0], self.processes[1], f"Accelerate's 'Num processes: {self.processes[1]:,}'"
+        return None
+
+    def read(self, line: str, number: int) -> None:
+        """Take a set-up figure from one line, when it prints one (the first of each in a process)."""
+        for attribute, pattern in _SETUP:
+            if getattr(self, attribute) is None and (match := pattern.search(line)):
+                value = int(match.group(1).replace(",", ""))
+                if value <= MAX_SETUP:
+                    setattr(self, attribute, (number, value))
+                return
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -298,6 +338,8 @@ def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed
             continue
         if "per epoch" in stripped and (per_epoch := _PER_EPOCH.search(stripped)):
             printed.per_epoch[session] = int(per_epoch.group(1).replace(",", ""))
+        elif any(word in stripped for word in _SETUP_WORDS):
+            current.setup.read(_LEAD.sub("", stripped, count=1), number)
         if not _may_say(low):
             continue
         if _OOM.search(stripped):
@@ -465,6 +507,14 @@ def _progress(values: dict, number: int, add) -> None:
 TRAINER_KEYS = frozenset({"loss", "grad_norm", "learning_rate", "train_runtime", "train_loss"})
 _ANSI_LEAD = re.compile(r"^(?:\x1b\[[0-9;?]*[A-Za-z])+")  # a nested bar moves the cursor up before the dict
 _PER_EPOCH = re.compile(r"Num update steps per epoch = ([\d,]{1,20})\b")
+# The Trainer prints its figures with thousands separators ({max_steps:,}); Accelerate "Num processes: 4".
+_SETUP = (("total_steps", re.compile(r"Total optimization steps = ([\d,]{1,24})\s*$")),
+          ("per_device", re.compile(r"Instantaneous batch size per device = ([\d,]{1,24})\s*$")),
+          ("accumulation", re.compile(r"Gradient Accumulation steps = ([\d,]{1,24})\s*$")),
+          ("total_batch", re.compile(r"Total train batch size \(w\. parallel, distributed & accumulation\) = ([\d,]{1,24})\s*$")),
+          ("processes", re.compile(r"\bNum processes: (\d{1,9})\s*$")))
+_SETUP_WORDS = ("Total optimization steps", "batch size", "Gradient Accumulation steps", "Num processes")
+MAX_SETUP = 10**15  # a figure past it is no step or batch count
 
 
 def trainer_metrics(values: dict) -> dict[str, tuple[float, float]] | None:

@@ -9,9 +9,16 @@ from __future__ import annotations
 from datetime import UTC
 
 from reportgen.analysis.nonfinite import non_finite
+from reportgen.analysis.runs import machine
 from reportgen.analysis.status import run_status
 from reportgen.model import Campaign
-from reportgen.render.report import evidence, inputs_json, iso, unlinked_json
+from reportgen.render.report import (
+    evidence,
+    inputs_json,
+    iso,
+    machine_json,
+    unlinked_json,
+)
 
 SCHEMA = "reportgen.inspect/1"
 RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
@@ -36,6 +43,7 @@ def build_inspect(campaign: Campaign) -> dict:
             "started_at": iso(run.started_at, UTC),
             "ended_at": iso(run.ended_at, UTC),
             "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
+            "machine": machine_json(machine(run)),
             "config_id": run.config_id,
             "resumes": run.resumes,
             "resumed_at_step": run.resumed_at_step,

@@ -18,6 +18,7 @@ from reportgen.analysis.checkpoints import calendar as checkpoint_calendar
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.estimates import LotFit
 from reportgen.analysis.plan_checks import check_plan
+from reportgen.analysis.runs import Machine, machine
 from reportgen.analysis.stops import Stop
 from reportgen.analysis.variance import Cause
 from reportgen.model import Campaign, Evidence
@@ -57,6 +58,14 @@ def plain(value: object) -> object:
     if value is None or isinstance(value, (str, int, bool)):
         return value
     return str(value)
+
+
+def machine_json(found: Machine | None) -> dict | None:
+    """Where a run ran, as its sources record it (null when none does)."""
+    if found is None:
+        return None
+    return {"host": found.host, "gpu": found.gpu, "gpu_count": found.gpu_count, "devices": found.devices,
+            "exit_code": found.exit_code, "evidence": evidence(list(found.evidence))}
 
 
 def evidence(items: list[Evidence]) -> list[dict]:
@@ -351,6 +360,7 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "gpus": time.gpus,
         "gpu_hours": hours(time.gpu_hours),
         "time_basis": time.basis,
+        "machine": machine_json(machine(run)),
         "config_id": run.config_id,
         "config": plain(run.config),
         "resumes": run.resumes,
