@@ -295,6 +295,28 @@ def test_git_lfs_pointers_are_named_and_never_read_as_the_file():
     assert sorted(c["step"] for c in lightning if c["step"] is not None) == [50, 100, 150]
 
 
+def test_a_tensorboard_file_that_is_a_git_lfs_pointer_is_named_as_one_and_makes_no_run(tmp_path):
+    pointer = next((CAMPAIGNS / "lfs-clone").rglob("events.out.tfevents.*"))
+    (tmp_path / "tb" / "exp1").mkdir(parents=True)
+    shutil.copyfile(pointer, tmp_path / "tb" / "exp1" / pointer.name)
+    data = build_inspect(ingest(tmp_path))
+    (info,) = data["inputs"]
+    assert info["format"] == "git-lfs-pointer" and info["records"] == 0
+    assert info["problems"][0]["message"].startswith("a Git LFS pointer, not the file (354 bytes")
+    assert "git lfs pull" in info["problems"][0]["message"]
+    assert data["runs"] == []
+
+
+def test_counter_example_a_real_event_file_in_the_same_place_is_read_as_events(tmp_path):
+    """A pointer is known by its text, not by its name or place."""
+    from reportgen.ingest.tensorboard import FORMAT as TB
+    real = next((CAMPAIGNS / "trainer-tb-only").rglob("events.out.tfevents.*"))
+    (tmp_path / "tb" / "exp1").mkdir(parents=True)
+    shutil.copyfile(real, tmp_path / "tb" / "exp1" / real.name)
+    data = build_inspect(ingest(tmp_path))
+    assert [i["format"] for i in data["inputs"]] == [TB]
+
+
 def test_a_deliverable_that_is_a_git_lfs_pointer_is_not_a_verified_output(tmp_path):
     from reportgen.model import Evidence, ManifestEntry
     from reportgen.verify import check_paths
