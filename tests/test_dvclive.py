@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.ingest import dvclive
-from reportgen.model import InputFile, LogMessage
+from reportgen.model import Evaluation, InputFile, LogMessage
 
 LOGS = Path(__file__).parent / "fixtures" / "dvclive"
 PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -61,7 +61,7 @@ def test_clean_run_values_times_and_params():
     assert (facts.first_step, facts.last_step) == (0, 19)
     assert facts.config == {"params": {"lr": 0.01, "batch_size": 16, "model": "tiny-mlp"}}
     assert facts.started_at == datetime.fromtimestamp(1796418339298 / 1000, tz=UTC)
-    assert facts.ended_at == datetime.fromtimestamp(1796418339427 / 1000, tz=UTC)
+    assert facts.ended_at is None  # the last metric time is when it was last seen: DVCLive logs no end
     assert facts.status is None and "Live.end()" in facts.reason
     assert run.resumed is None
 
@@ -70,7 +70,7 @@ def test_eval_metrics_are_eval_rows_and_evaluations():
     run = read(LOGS, "clean/dvclive")
     frame = next(f for f in run.reading.frames if "eval/loss" in f.columns)
     assert set(frame["kind"]) == {"eval"}
-    evals = [e for e in run.reading.events if not isinstance(e, LogMessage)]
+    evals = [e for e in run.reading.events if isinstance(e, Evaluation)]
     assert [e.step for e in evals] == [4, 9, 14, 19]
     assert evals[0].at is not None and evals[0].evidence.line == 2
 
@@ -227,6 +227,10 @@ def test_a_dvclive_folder_is_a_run_named_after_its_project_with_loss():
     assert list(campaign.runs) == ["clean"]  # dvclive/ is DVCLive's default name: the project folder names it
     run = campaign.runs["clean"]
     assert "loss" in campaign.metric_names() and (run.first_step, run.last_step) == (0, 19)
+    assert run.config == {"params": {"lr": 0.01, "batch_size": 16, "model": "tiny-mlp"}} and run.config_id
+    assert run.started_at == datetime.fromtimestamp(1796418339298 / 1000, tz=UTC)
+    assert run.ended_at is None and run.last_seen_at == datetime.fromtimestamp(1796418339427 / 1000, tz=UTC)
+    assert [f.format for f in run.facts] == ["dvclive"]
     assert {i.path: i.format for i in campaign.inputs}["dvc.yaml"] == "dvclive"  # the dvc.yaml above it is its
 
 

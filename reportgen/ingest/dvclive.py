@@ -189,12 +189,13 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
     run.reading.events += [evals[s] for s in sorted(evals)]
     if steps:
         facts.first_step, facts.last_step = min(steps), max(steps)
-    if times:
-        facts.started_at, facts.ended_at = min(times).to_pydatetime(), max(times).to_pydatetime()
+    if times:  # the last time is when it was last seen, not an end: DVCLive writes no end marker
+        facts.started_at = min(times).to_pydatetime()
     if summary_step is not None and facts.last_step is not None and summary_step < facts.last_step:
         info = next(i for i in run.reading.inputs if i.path == summary_rel)
         info.notes.append(f"metrics.json is at step {summary_step} and the metric files reach step {facts.last_step}: "
                           "values were logged after the last next_step() or end() wrote the summary")
+    run.reading.events.append(facts)
     run.resumed = _resumed(back)
     if run.resumed is not None:
         rel, line = back[0][0], back[0][1]
