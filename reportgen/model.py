@@ -233,6 +233,7 @@ class RunFacts:
     reason: str | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    last_seen_at: datetime | None = None  # the run was alive then (a source's last time), not an end
     first_step: int | None = None
     last_step: int | None = None
     config: dict | None = None

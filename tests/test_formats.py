@@ -534,3 +534,14 @@ def test_a_named_log_at_the_top_of_logs_keeps_its_own_name(tmp_path):
     logs.mkdir()
     shutil.copy(PRINTS, logs / "baseline.log")
     assert list(ingest(logs).runs) == ["baseline"]
+
+
+def test_a_file_of_a_run_folder_that_no_reader_takes_is_listed_as_not_read(tmp_path):
+    shutil.copytree(Path(__file__).parent / "fixtures" / "formats" / "hf" / "hf-clean", tmp_path / "hf-clean")
+    (tmp_path / "hf-clean" / "notes.bin").write_bytes(b"\x00\x01")
+    (tmp_path / "elsewhere.bin").write_bytes(b"\x00\x01")
+    listed = {i.path: i for i in ingest(tmp_path).inputs}
+    inside, outside = listed["hf-clean/notes.bin"], listed["elsewhere.bin"]
+    assert inside.format == "hf-trainer"
+    assert inside.notes == ["not read: a file of the run folder hf-clean/, listed as part of that run's output"]
+    assert (outside.format, outside.records, outside.notes) == (None, 0, [])  # counter-example: no run's folder

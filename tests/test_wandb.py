@@ -7,6 +7,7 @@ import math
 import shutil
 import struct
 import zlib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from reportgen.ingest import wandb
 from reportgen.ingest.protowire import fields
-from reportgen.model import Evaluation
+from reportgen.model import Evaluation, RunFacts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wandb"
 
@@ -216,8 +217,12 @@ def test_a_folder_with_only_files_gives_what_its_files_say():
     assert facts.started_at is not None and facts.started_at.tzinfo is not None
     assert facts.host == "vm"
     assert facts.config == {"lr": 1e-3, "batch_size": 16, "optimizer": "adamw"}
-    assert facts.status == "completed" and facts.exit_code == 0
-    assert "debug.log line" in facts.reason and "got exit code 0" in facts.reason
+    assert facts.status is None and facts.exit_code is None  # the end is debug.log's to tell, at its line:
+    ending = run.ending
+    assert ending.status == "completed" and ending.exit_code == 0
+    assert "debug.log line" in ending.reason and "got exit code 0" in ending.reason
+    assert ending.evidence.path.endswith("/logs/debug.log") and ending.evidence.line is not None
+    assert ending in run.reading.events
     assert run.run_id == folder.rsplit("-", 1)[1]
     assert all(i.problems == [] for i in run.reading.inputs)
 
@@ -230,8 +235,8 @@ def test_a_summary_without_a_log_is_one_row_at_its_last_step(tmp_path):
     (tmp_path / folder / "files" / "wandb-summary.json").write_text(json.dumps(summary))
     run = _read(folder, tmp_path)
     frame_ = _frame(run)
-    assert list(frame_["kind"]) == ["train", "eval"] and list(frame_["step"]) == [99, 99]
-    assert frame_["loss"].iloc[0] == 0.25 and frame_["eval/loss"].iloc[1] == 0.3
+    assert list(frame_["kind"]) == ["summary"] and list(frame_["step"]) == [99]
+    assert frame_["loss"].iloc[0] == 0.25 and frame_["eval/loss"].iloc[0] == 0.3
     assert "samples/path" not in frame_.columns and "note" not in frame_.columns
     assert run.facts.last_step == 99
 
@@ -361,14 +366,16 @@ def test_a_log_ending_between_records_without_debug_log_has_no_status(tmp_path):
 
 def test_a_debug_log_without_the_exit_hook_says_the_process_died(tmp_path):
     logs, folder = _built(tmp_path, [run_record(), history(0, loss=1.0)], debug=DEBUG_START)
-    facts = _read(folder, logs).facts
-    assert facts.status == "interrupted" and "without W&B's 'got exitcode' line" in facts.reason
+    ending = _read(folder, logs).ending
+    assert ending.status == "interrupted" and "without W&B's 'got exitcode' line" in ending.reason
+    assert ending.evidence.path.endswith("/logs/debug.log") and ending.evidence.line == 2
 
 
 def test_a_debug_log_exit_code_stands_when_the_log_has_no_exit_record(tmp_path):
     logs, folder = _built(tmp_path, [run_record(), history(0, loss=1.0)], debug=DEBUG_START + DEBUG_EXIT.format(0))
-    facts = _read(folder, logs).facts
-    assert facts.status == "completed" and facts.exit_code == 0 and "debug.log line 3" in facts.reason
+    ending = _read(folder, logs).ending
+    assert ending.status == "completed" and ending.exit_code == 0 and "debug.log line 3" in ending.reason
+    assert ending.evidence.path.endswith("/logs/debug.log") and ending.evidence.line == 3
 
 
 def test_asking_to_resume_is_no_resume_when_history_starts_at_zero(tmp_path):
@@ -496,7 +503,8 @@ def test_a_resumed_run_is_a_second_process_that_continues_the_killed_one():
     assert decision.rule == "wandb-resume" and decision.other == "wandb-fixture"
     assert "kill1234" in decision.text and decision.evidence[0].path.endswith("210432-kill1234/run-kill1234.wandb")
     assert (first.first_step, first.last_step, second.first_step, second.last_step) == (0, 140, 150, 199)
-    assert [f.status for f in first.facts] == ["interrupted"] and [f.status for f in second.facts] == ["completed"]
+    assert [f.status for f in first.facts if f.status] == ["interrupted"]
+    assert [f.status for f in second.facts if f.status] == ["completed"]
 
 
 def test_the_run_records_resume_flag_ties_two_folders_of_one_id(tmp_path):
@@ -529,7 +537,8 @@ def test_wandbs_links_beside_the_run_folders_are_listed_not_read_as_text_logs():
     assert "latest run" in listed["wandb/debug.log"].notes[0]
     assert listed["wandb/latest-run"].format is None  # a link to a folder: listed, never followed
     (run,) = campaign.runs.values()
-    assert [f.exit_code for f in run.facts] == [0]
+    assert [f.exit_code for f in run.facts if f.exit_code is not None] == [0]
+    assert all(f.evidence.path.startswith("wandb/offline-run-") for f in run.facts)  # never from the links
 
 
 def test_the_machine_a_run_ran_on_comes_from_its_metadata_but_not_its_gpu_time(tmp_path):
@@ -552,3 +561,68 @@ def test_the_machine_a_run_ran_on_comes_from_its_metadata_but_not_its_gpu_time(t
     assert [e.path for e in found.evidence] == [f"{folder}/run-{folder.rsplit('-', 1)[1]}.wandb"]
     plan = load_plan(Path(__file__).parents[1] / "sample_logs" / "plan.yaml").plan
     assert run_time(run, plan, campaign.messages).gpus == 1
+
+
+# The shapes of a public W&B folder (wandb 0.25, online): config.yaml indented by four spaces, a
+# summary without a transaction log, wandb-core's debug-internal.log with zoned times.
+CONFIG_025 = """_wandb:
+    value:
+        cli_version: 0.25.0
+        m: []
+batch_size:
+    value: 8
+hidden_dim:
+    value: 128
+optim:
+    value:
+        lr: 0.001
+"""
+
+
+def test_a_config_yaml_indented_by_four_spaces_is_read(tmp_path):
+    (folder,) = _folders("files-only")
+    shutil.copytree(FIXTURES / folder, tmp_path / folder)
+    (tmp_path / folder / "files" / "config.yaml").write_text(CONFIG_025)
+    assert wandb.recognise(f"{folder}/files/config.yaml", CONFIG_025.encode()) == wandb.FILE_KIND
+    assert _read(folder, tmp_path).facts.config == {"batch_size": 8, "hidden_dim": 128, "optim.lr": 0.001}
+
+
+def test_counter_example_a_plain_yaml_named_config_yaml_is_not_wandbs():
+    (folder,) = _folders("files-only")
+    assert wandb.recognise(f"{folder}/files/config.yaml", b"batch_size: 8\nhidden_dim: 128\noptim:\n  lr: 0.001\n") is None
+
+
+def test_a_summary_alone_gives_the_last_step_and_no_first_step(tmp_path):
+    from reportgen.ingest import ingest
+    (folder,) = _folders("files-only")
+    shutil.copytree(FIXTURES / folder, tmp_path / folder)
+    (tmp_path / folder / "files" / "wandb-summary.json").write_text(json.dumps({"_step": 68559, "loss": 0.25}))
+    (run,) = ingest(tmp_path).runs.values()
+    assert (run.first_step, run.last_step) == (None, 68559)
+
+
+def test_counter_example_a_history_gives_its_first_step():
+    from reportgen.ingest import ingest
+    (run,) = ingest(FIXTURES / "clean").runs.values()
+    assert (run.first_step, run.last_step) == (0, 59)
+
+
+def test_a_killed_run_is_last_seen_at_the_last_time_of_wandb_cores_log():
+    from reportgen.ingest import ingest
+    campaign = ingest(FIXTURES / "resumed")
+    killed = campaign.runs["wandb-fixture"]
+    internal = sorted((FIXTURES / "resumed").glob("wandb/offline-run-*-kill1234/logs/debug-internal.log"))[0]
+    lines = internal.read_text().strip().splitlines()
+    last = datetime.fromisoformat(json.loads(lines[-1])["time"])
+    (seen,) = [f for f in killed.facts if f.last_seen_at is not None]
+    assert seen.last_seen_at == last and seen.evidence.line == len(lines)
+    assert seen.evidence.path == internal.relative_to(FIXTURES / "resumed").as_posix()
+    assert killed.ended_at is None and killed.last_seen_at >= last  # its last history row may come later
+
+
+def test_counter_example_an_older_debug_internal_log_without_zones_gives_no_last_seen(tmp_path):
+    logs, folder = _built(tmp_path, [run_record(), history(0, loss=1.0)], debug=DEBUG_START)
+    (logs / folder / "logs" / "debug-internal.log").write_text(
+        "2027-01-01 00:00:05,000 INFO    HandlerThread:7931 [handler.py:handle_request():146] handle_request: status\n")
+    run = _read(folder, logs)
+    assert [f for f in run.reading.events if isinstance(f, RunFacts) and f.last_seen_at is not None] == []

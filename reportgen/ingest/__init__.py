@@ -335,14 +335,19 @@ def _build_runs(campaign: Campaign) -> None:
     metrics = campaign.metrics
     if len(metrics):
         grouped = metrics.groupby("run", sort=True)
-        spans = grouped.agg(first_step=("step", "min"), last_step=("step", "max"), first_ts=("ts", "min"), last_ts=("ts", "max"))
+        spans = grouped.agg(last_step=("step", "max"), first_ts=("ts", "min"), last_ts=("ts", "max"))
+        # A summary row (a run's final figures) is at its last step: it tells nothing of its first.
+        firsts = metrics[metrics["kind"] != "summary"].groupby("run", sort=True)["step"].min()
         paths = grouped["path"].unique()
         for run_id, row in spans.iterrows():
             run = _run(campaign, str(run_id))
             for path in sorted(paths[run_id]):
                 _source(run, path)
-            run.first_step = int(row.first_step) if run.first_step is None else min(run.first_step, int(row.first_step))
-            run.last_step = int(row.last_step) if run.last_step is None else max(run.last_step, int(row.last_step))
+            first = firsts.get(run_id)
+            if first is not None and not pd.isna(first):
+                run.first_step = int(first) if run.first_step is None else min(run.first_step, int(first))
+            if not pd.isna(row.last_step):
+                run.last_step = int(row.last_step) if run.last_step is None else max(run.last_step, int(row.last_step))
             if pd.isna(row.first_ts):  # a format without times (trainer_state.json, metrics.csv)
                 continue
             if run.started_at is None:
@@ -395,6 +400,8 @@ def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
         run.started_at, run.start_evidence = facts.started_at, facts.evidence
     if facts.ended_at is not None and (run.ended_at is None or facts.ended_at > run.ended_at):
         run.ended_at, run.end_evidence = facts.ended_at, facts.evidence
+    if facts.last_seen_at is not None:
+        run.last_seen_at = max(run.last_seen_at or facts.last_seen_at, facts.last_seen_at)
     if facts.first_step is not None:
         run.first_step = facts.first_step if run.first_step is None else min(run.first_step, facts.first_step)
     if facts.last_step is not None:

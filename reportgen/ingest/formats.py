@@ -42,6 +42,7 @@ from reportgen.ingest.scan import (
     Scan,
     Source,
     TextLog,
+    parents,
     read_all,
     recognise,
 )
@@ -120,6 +121,10 @@ def _the_rest(scan: Scan) -> None:
     """Files of a run folder (weights, optimizer, tokenizer) are its output; others are not recognised."""
     for rel in sorted(set(scan.kinds) - scan.claimed):
         key = scan.owner(rel)
-        fmt = None if key is None else scan.sources[key].format
-        scan.add(Reading([InputFile(rel, fmt, records=0 if fmt is None else 1)]))
+        if key is None:
+            scan.add(Reading([InputFile(rel, None)]))
+        else:
+            folder = next(f for f in parents(rel) if scan.run_dirs.get(f) == key)
+            note = f"not read: a file of the run folder {folder or '.'}/, listed as part of that run's output"
+            scan.add(Reading([InputFile(rel, scan.sources[key].format, records=1, notes=[note])]))
         scan.done(rel)

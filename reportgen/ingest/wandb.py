@@ -37,6 +37,8 @@ from pathlib import Path, PurePosixPath
 from reportgen.boundary import read_file
 from reportgen.bounded import TooComplex, load_json
 from reportgen.ingest.common import (
+    EARLIEST,
+    LATEST,
     LOG_BUDGET,
     MAX_COUNT,
     TEXT_BUDGET,
@@ -83,6 +85,9 @@ _DEBUG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:DEBUG|INFO|
 _EXIT_LINE = re.compile(r"\[wandb_run\.py:_atexit_cleanup\(\):\d+\] got exitcode: (-?\d+)\s*$")
 _REQUIREMENT = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\]\s*)?(?:(?:==|>=|<=|~=|!=|===|<|>|@)\s*\S|;|$)")
 MAX_LIST = 100  # a config list longer than this is data, not a hyperparameter
+_CONFIG_ENTRY = re.compile(rb"(?m)^[A-Za-z_][^\s:#]*:[ \t]*\r?\n[ \t]+(?:value|desc):")
+# wandb-core's debug-internal.log: JSON lines {"time":"2026-02-25T15:51:34.00134-05:00","level":...}
+_CORE_TIME = re.compile(r'^\{"time":"([^"]{10,40})"')
 
 
 def run_folder(rel: str) -> str | None:
@@ -126,8 +131,8 @@ def _fits(name: str, head: bytes) -> bool:
     if name == "wandb-summary.json":
         return text.startswith(b"{") and (b'"_wandb"' in head or b'"_runtime"' in head or b'"_step"' in head
                                           or b'"_timestamp"' in head)
-    if name == "config.yaml":
-        return text.startswith(b"wandb_version:") or b"\n  value:" in head or b"\n  desc:" in head
+    if name == "config.yaml":  # `key:` then `value:` indented (two spaces before 0.19, four after)
+        return text.startswith(b"wandb_version:") or _CONFIG_ENTRY.search(head) is not None
     first = [line.strip() for line in head.split(b"\n")[:20] if line.strip() and not line.startswith(b"#")]
     return bool(first) and all(_REQUIREMENT.match(line) for line in first[:-1] or first)
 
@@ -152,6 +157,7 @@ class WandbRun:
     starting_step: int | None = None
     resume_reason: str | None = None  # what told that the run resumed another (None: nothing did)
     claimed: list[str] = field(default_factory=list)  # the paths under LOGS read as this run's
+    ending: RunFacts | None = None  # how it ended, as debug.log tells it (cited at its line)
 
 
 @dataclass
@@ -195,6 +201,7 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     meta = summary = config_file = None
     exit_line: tuple[int, int] | None = None
     debug_ended_early: int | None = None
+    last_seen: tuple[int, datetime] | None = None
     for name, rel in sorted(files.items()):
         info = InputFile(path=rel, format=FORMAT)
         reading.inputs.append(info)
@@ -211,6 +218,8 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
                     exit_line = _exit_code(lines, info)
                     if exit_line is None:
                         debug_ended_early = len(lines)
+                elif name == "debug-internal.log" and lines is not None:
+                    last_seen = _last_time(lines)
         except OSError as exc:
             info.problem(None, f"cannot be read: {exc.strerror or exc}")
 
@@ -220,6 +229,7 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     evidence = Evidence(log_info.path if log_info else files.get("wandb-metadata.json")
                         or files.get("wandb-summary.json") or (claimed[0] if claimed else folder))
     facts = RunFacts(run=key, format=FORMAT, evidence=evidence)
+    ending: RunFacts | None = None  # how the run ended, when debug.log tells it
     meta = meta or {}
     meta_info = next((i for i in reading.inputs if i.path == files.get("wandb-metadata.json")), None)
     environment = log.environment if log else {}
@@ -253,22 +263,28 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
         if started is not None:
             end = started + timedelta(seconds=log.exit.get("runtime", 0))
             facts.ended_at = max(end, log.last_time) if log.last_time else end
-    elif exit_line is not None:
+    elif exit_line is not None:  # told by debug.log: facts of its own, cited at its line
         code, line = exit_line
-        facts.exit_code = code
-        facts.status = "completed" if code == 0 else "interrupted"
-        facts.reason = f"debug.log line {line} says W&B's exit hook got exit code {code}"
         at = from_epoch(summary.get("_timestamp")) if is_number(summary.get("_timestamp")) else None
-        facts.ended_at = at or (log.last_time if log else None)
+        ending = RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug.log"], line), exit_code=code,
+                          status="completed" if code == 0 else "interrupted",
+                          reason=f"debug.log line {line} says W&B's exit hook got exit code {code}",
+                          ended_at=at or (log.last_time if log else None))
     elif log is not None and log.ended_mid_record is not None:
         facts.status = "interrupted"
         facts.reason = (f"{PurePosixPath(log_info.path).name} ends mid-record (at byte {log.ended_mid_record:,}) "
                         "with no exit record: its writer was stopped")
     elif debug_ended_early is not None:
-        facts.status = "interrupted"
-        facts.reason = (f"debug.log ends (line {debug_ended_early}) without W&B's 'got exitcode' line"
-                        + (" and the transaction log has no exit record" if log else "")
-                        + ": the process died before W&B's exit hook ran")
+        ending = RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug.log"], debug_ended_early),
+                          status="interrupted",
+                          reason=(f"debug.log ends (line {debug_ended_early}) without W&B's 'got exitcode' line"
+                                  + (" and the transaction log has no exit record" if log else "")
+                                  + ": the process died before W&B's exit hook ran"))
+    if last_seen is not None:
+        # W&B's service wrote its log to the end of the run, with the time zone: the run was alive then.
+        line, at = last_seen
+        seen = RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug-internal.log"], line), last_seen_at=at)
+        reading.events.append(seen)
 
     resumed, starting_step, resume_reason = False, None, None
     if log is not None:
@@ -283,11 +299,13 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
             resume_reason = (f"the run asked to resume its id (wandb.init resume=...) and its history starts at step "
                              f"{min(log.steps)}, not 0")
     reading.events.append(facts)
+    if ending is not None:
+        reading.events.append(ending)
     if log is not None:
         reading.frames.append(log.rows.frame())
         reading.events.extend(log.evaluations)
     return WandbRun(reading=reading, facts=facts, run_id=run_id, name=name, resumed=resumed,
-                    starting_step=starting_step, resume_reason=resume_reason, claimed=claimed)
+                    starting_step=starting_step, resume_reason=resume_reason, claimed=claimed, ending=ending)
 
 
 def _head(path: Path) -> bytes | None:
@@ -318,6 +336,22 @@ def _text_file(path: Path, info: InputFile) -> list[str] | None:
     info.blank = sum(1 for line in lines if not line.strip() or line.lstrip().startswith("#"))
     info.text_lines = info.lines - info.blank
     return lines
+
+
+def _last_time(lines: list[str]) -> tuple[int, datetime] | None:
+    """(line, time) of the last line of wandb-core's debug-internal.log with a time that names its zone
+    (the older Python log's times name none: not read)."""
+    for number in range(len(lines), max(len(lines) - 200, 0), -1):
+        match = _CORE_TIME.match(lines[number - 1])
+        if match is None:
+            continue
+        try:
+            at = datetime.fromisoformat(match.group(1))
+        except ValueError:
+            continue
+        if at.tzinfo is not None and EARLIEST <= at < LATEST:
+            return number, at
+    return None
 
 
 def _exit_code(lines: list[str], info: InputFile) -> tuple[int, int] | None:
@@ -361,7 +395,8 @@ def _plain(key: str, value: object, out: dict, depth: int = 0) -> None:
 
 
 def _summary_row(summary: dict, info: InputFile, key: str, reading: Reading, facts: RunFacts) -> None:
-    """A run without its transaction log: the summary's last values as one row at its `_step`."""
+    """A run without its transaction log: the summary's last values as one row at its `_step`, of kind
+    "summary" (W&B's summary holds each key's last value, or its min or max when define_metric asks)."""
     step = summary.get("_step")
     if step is not None and not (isinstance(step, int) and not isinstance(step, bool) and 0 <= step <= MAX_COUNT):
         info.problem(None, f"_step: {quoted(step)} is not a step count; the summary's values are not read as a row")
@@ -375,12 +410,10 @@ def _summary_row(summary: dict, info: InputFile, key: str, reading: Reading, fac
     facts.last_step = step
     if not values:
         return
+    # One summary row: the last values at the last step, which tell nothing of where the run started
+    # (summary rows count for no run's first step).
     rows = MetricRows(info.path)
-    train = {k: v for k, v in values.items() if not is_eval(k)}
-    evals = {k: v for k, v in values.items() if is_eval(k)}
-    for kind, group in (("train", train), ("eval", evals)):
-        if group:
-            rows.add(key, kind, step, None, at, group)
+    rows.add(key, "summary", step, None, at, values)
     reading.frames.append(rows.frame())
 
 
