@@ -697,3 +697,11 @@ def test_a_printed_clock_time_stands_for_the_interval_its_digits_leave_open():
     assert _by_clock(session, [run])[0] == ["r"]
     session.times = [printed - timedelta(milliseconds=1)]
     assert _by_clock(session, [run])[0] == []
+
+
+def test_a_configuration_with_number_and_text_keys_has_an_id():
+    """YAML reads `0:` as a number key: beside text keys it cannot be sorted as it is (a training_args.yaml
+    of any bytes found this)."""
+    from reportgen.ingest.identity import config_differences, config_id
+    assert config_id({0: 1, "lr": 2, "nested": [{1: "a", "b": 2}]}) == config_id({"0": 1, "lr": 2, "nested": [{"1": "a", "b": 2}]})
+    assert config_differences({"x": [{1: "a", "b": 2}]}, {"x": [{1: "a", "b": 3}]}) == ["x"]

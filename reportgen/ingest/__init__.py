@@ -339,6 +339,9 @@ def _build_runs(campaign: Campaign) -> None:
         # A summary row (a run's final figures) is at its last step: it tells nothing of its first.
         firsts = metrics[metrics["kind"] != "summary"].groupby("run", sort=True)["step"].min()
         paths = grouped["path"].unique()
+        timed = metrics[metrics["ts"].notna()]
+        first_paths = timed.loc[timed.groupby("run", sort=True)["ts"].idxmin(), ["run", "path"]].set_index("run")["path"] \
+            if len(timed) else pd.Series(dtype=object)
         for run_id, row in spans.iterrows():
             run = _run(campaign, str(run_id))
             for path in sorted(paths[run_id]):
@@ -350,8 +353,10 @@ def _build_runs(campaign: Campaign) -> None:
                 run.last_step = int(row.last_step) if run.last_step is None else max(run.last_step, int(row.last_step))
             if pd.isna(row.first_ts):  # a format without times (trainer_state.json, metrics.csv)
                 continue
-            if run.started_at is None:
-                run.started_at = row.first_ts.to_pydatetime()
+            first_ts = row.first_ts.to_pydatetime()
+            if run.started_at is None or first_ts < run.started_at:
+                # A row logged before the start a source records: an earlier process of the same run.
+                run.started_at, run.start_evidence = first_ts, Evidence(str(first_paths[run_id]))
             last_seen = row.last_ts.to_pydatetime()
             if run.ended_at is None:
                 run.last_seen_at = max(run.last_seen_at or last_seen, last_seen)

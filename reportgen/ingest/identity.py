@@ -59,8 +59,19 @@ NAME_ORDER = ("reportgen-events", "hf-trainer", "lightning-csv", "wandb", "tenso
 
 
 def plain_config(config: dict) -> dict:
-    """The configuration without the keys that name or place a run (NAMING_KEYS), at any depth."""
-    return {k: plain_config(v) if isinstance(v, dict) else v for k, v in config.items() if k not in NAMING_KEYS}
+    """The configuration without the keys that name or place a run (NAMING_KEYS), at any depth; keys as
+    text (YAML gives `0:` a number key, and a number beside a text key cannot be sorted)."""
+    return {str(k): plain_config(v) if isinstance(v, dict) else _text_keys(v) for k, v in config.items()
+            if k not in NAMING_KEYS}
+
+
+def _text_keys(value: object) -> object:
+    """A value with every mapping's keys as text, inside lists too."""
+    if isinstance(value, dict):
+        return {str(k): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(v) for v in value]
+    return value
 
 
 def config_id(config: dict) -> str:
@@ -88,7 +99,8 @@ def config_differences(a: dict | None, b: dict | None) -> list[str] | None:
     shared = sorted(set(la) & set(lb))
     if not shared:
         return None
-    return [k for k in shared if json.dumps(la[k], sort_keys=True, default=str) != json.dumps(lb[k], sort_keys=True, default=str)]
+    return [k for k in shared if json.dumps(_text_keys(la[k]), sort_keys=True, default=str)
+            != json.dumps(_text_keys(lb[k]), sort_keys=True, default=str)]
 
 
 def canonical_metric(metric: str) -> str:
@@ -291,7 +303,7 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
     shared, dissolved = _share_checkpoint_folders(campaign, keys, sources, traces, configs)
     keys = [k for k in keys if k not in dissolved]
     pairs = _pairs(keys, sources, traces, set(evaluation), configs)
-    groups = _union(keys, pairs, sources, traces)
+    groups = _union(keys, pairs, sources, traces, _process_spans(campaign, traces))
     merged = Merged(renames={}, containers=containers)
     _name(groups, sources, campaign, merged)
     for pair in pairs:
@@ -426,13 +438,16 @@ def _pairs(keys: list[str], sources: dict[str, Source], traces: dict[str, _Trace
 
 
 def _named_folder(source: Source, other: Source) -> str | None:
-    """The parameter of an MLflow run that names the other source's run folder, if one does."""
-    if not source.params or other.folder is None:
+    """The parameter of an MLflow run (or the configuration of a W&B run) that names the other source's
+    run folder, if one does."""
+    named = source.params or source.dirs
+    if not named or other.folder is None:
         return None
     for key in ("output_dir", "logging_dir"):
-        value = source.params.get(key)
+        value = named.get(key)
         if value and _contains(value, other.folder):
-            return f"its {key} parameter ({value}) names {other.folder}/"
+            what = "parameter" if source.params else "configuration"
+            return f"its {key} {what} ({value}) names {other.folder}/"
     return None
 
 
@@ -526,7 +541,20 @@ def _pair(sa: Source, sb: Source, ta: _Trace, tb: _Trace, same_config: int = 0) 
     return None
 
 
-def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], traces: dict[str, _Trace]) -> list[list[str]]:
+def _process_spans(campaign: Campaign, traces: dict[str, _Trace]) -> dict[str, tuple[datetime, datetime]]:
+    """When each source's process was seen, first to last: its timed rows and the start, end and last
+    time its facts record."""
+    times: dict[str, list[datetime]] = {}
+    for key, trace in traces.items():
+        if trace.timed():
+            times.setdefault(key, []).extend([trace.t0, trace.t1])  # type: ignore[list-item]
+    for facts in campaign.run_facts:
+        times.setdefault(facts.run, []).extend(t for t in (facts.started_at, facts.ended_at, facts.last_seen_at) if t)
+    return {key: (min(seen), max(seen)) for key, seen in times.items() if seen}
+
+
+def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], traces: dict[str, _Trace],
+           spans: dict[str, tuple[datetime, datetime]]) -> list[list[str]]:
     """Groups of sources, one per run: a pair joins two groups unless it would give one run two
     records of one logger, or one of its sources has two equally good partners of one kind."""
     parent = {k: k for k in keys}
@@ -542,11 +570,11 @@ def _union(keys: list[str], pairs: list[_Pair], sources: dict[str, Source], trac
         return trace.loggers if trace is not None and trace.loggers else frozenset({sources[k].format})
 
     def successive(a: str, b: str) -> bool:
-        """Two records of one logger that are successive processes of one folder's run: MLflow runs the
-        Trainer started before and after a restart into the same output_dir, one after the other."""
-        ta, tb = traces.get(a), traces.get(b)
-        return (sources[a].params is not None and sources[b].params is not None and ta is not None and tb is not None
-                and ta.timed() and tb.timed() and not _clocks_overlap(ta, tb))
+        """Two records of one logger that are successive processes of one folder's run: MLflow (or W&B)
+        runs the Trainer started before and after a restart into the same output_dir, one after the other."""
+        named = all(sources[k].params is not None or sources[k].dirs is not None for k in (a, b))
+        sa, sb = spans.get(a), spans.get(b)
+        return named and sa is not None and sb is not None and (sa[1] < sb[0] or sb[1] < sa[0])
 
     best: dict[str, list[_Pair]] = {}
     for pair in pairs:

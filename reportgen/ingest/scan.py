@@ -72,6 +72,7 @@ class Source:
     version_name: str | None = None  # a Lightning logger's <name>/version_N
     declared: bool = False  # a native run id: the user named the run
     params: dict[str, str] | None = None  # an MLflow run's parameters
+    dirs: dict[str, str] | None = None  # the folders its configuration names (a W&B run of a Trainer: output_dir)
     uuid: str | None = None  # an MLflow run's uuid
     parent: str | None = None  # an MLflow run's parent run uuid (a nested run)
     # A folder of Lightning checkpoints alone (a ModelCheckpoint dirpath outside the version folder):

@@ -20,6 +20,11 @@ A block's tail shorter than a header is zeros. W&B's Python writer (before 0.18)
                     17 start_time { 1 seconds, 2 nanos }, 18 resumed, 20 runtime, 24 resume
     RunExitRecord:  1 exit_code, 2 runtime
     EnvironmentRecord: 3 started_at, 5 args, 6 program, 12 host, 18 gpu_type, 19 gpu_count
+    MetricRecord:   1 name, 2 glob_name, 4 step_metric   (define_metric)
+
+A run that declared `define_metric("*", step_metric=S)` (the Hugging Face Trainer's WandbCallback
+does, with S = train/global_step) plots every metric against S, not against W&B's `_step` (which
+counts log calls): its rows are at S's value, and S is the axis, not a metric.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ RECORD_KINDS = {
     22: "footer", 23: "preempting", 24: "noop_link_artifact", 25: "use_artifact", 26: "environment",
     27: "output_logger", 100: "request",
 }
-_HISTORY, _CONFIG, _RUN, _EXIT, _ENVIRONMENT = 2, 5, 17, 18, 26
+_HISTORY, _CONFIG, _METRIC, _RUN, _EXIT, _ENVIRONMENT = 2, 5, 12, 17, 18, 26
 
 FILES = {"wandb-metadata.json", "wandb-summary.json", "config.yaml", "requirements.txt"}
 LOGS = {"debug.log", "debug-internal.log"}
@@ -85,6 +90,8 @@ _DEBUG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:DEBUG|INFO|
 _EXIT_LINE = re.compile(r"\[wandb_run\.py:_atexit_cleanup\(\):\d+\] got exitcode: (-?\d+)\s*$")
 _REQUIREMENT = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\]\s*)?(?:(?:==|>=|<=|~=|!=|===|<|>|@)\s*\S|;|$)")
 MAX_LIST = 100  # a config list longer than this is data, not a hyperparameter
+DIR_KEYS = ("output_dir", "logging_dir")
+_DEBUG_DIR = re.compile(r"'(output_dir|logging_dir)': '([^'\\]{1,4096})'")
 _CONFIG_ENTRY = re.compile(rb"(?m)^[A-Za-z_][^\s:#]*:[ \t]*\r?\n[ \t]+(?:value|desc):")
 # wandb-core's debug-internal.log: JSON lines {"time":"2026-02-25T15:51:34.00134-05:00","level":...}
 _CORE_TIME = re.compile(r'^\{"time":"([^"]{10,40})"')
@@ -158,6 +165,7 @@ class WandbRun:
     resume_reason: str | None = None  # what told that the run resumed another (None: nothing did)
     claimed: list[str] = field(default_factory=list)  # the paths under LOGS read as this run's
     ending: RunFacts | None = None  # how it ended, as debug.log tells it (cited at its line)
+    dirs: dict[str, str] | None = None  # the folders its configuration names (a Trainer's output_dir)
 
 
 @dataclass
@@ -201,7 +209,9 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     meta = summary = config_file = None
     exit_line: tuple[int, int] | None = None
     debug_ended_early: int | None = None
+    dirs: dict[str, str] = {}
     last_seen: tuple[int, datetime] | None = None
+    first_seen: tuple[int, datetime] | None = None
     for name, rel in sorted(files.items()):
         info = InputFile(path=rel, format=FORMAT)
         reading.inputs.append(info)
@@ -215,11 +225,13 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
             else:
                 lines = _text_file(logs / rel, info)
                 if name == "debug.log" and lines is not None:
+                    dirs = _debug_dirs(lines)
                     exit_line = _exit_code(lines, info)
                     if exit_line is None:
                         debug_ended_early = len(lines)
                 elif name == "debug-internal.log" and lines is not None:
-                    last_seen = _last_time(lines)
+                    first_seen = _core_time(lines, range(1, min(len(lines), 200) + 1))
+                    last_seen = _core_time(lines, range(len(lines), max(len(lines) - 200, 0), -1))
         except OSError as exc:
             info.problem(None, f"cannot be read: {exc.strerror or exc}")
 
@@ -285,6 +297,11 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
         line, at = last_seen
         seen = RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug-internal.log"], line), last_seen_at=at)
         reading.events.append(seen)
+    if first_seen is not None and facts.started_at is None:
+        # No run record (a process killed before W&B wrote it): its stream started with wandb.init.
+        line, at = first_seen
+        reading.events.append(RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug-internal.log"], line),
+                                       started_at=at))
 
     resumed, starting_step, resume_reason = False, None, None
     if log is not None:
@@ -305,7 +322,8 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
         reading.frames.append(log.rows.frame())
         reading.events.extend(log.evaluations)
     return WandbRun(reading=reading, facts=facts, run_id=run_id, name=name, resumed=resumed,
-                    starting_step=starting_step, resume_reason=resume_reason, claimed=claimed, ending=ending)
+                    starting_step=starting_step, resume_reason=resume_reason, claimed=claimed, ending=ending,
+                    dirs=_dirs(facts.config or {}) or dirs or None)
 
 
 def _head(path: Path) -> bytes | None:
@@ -338,10 +356,27 @@ def _text_file(path: Path, info: InputFile) -> list[str] | None:
     return lines
 
 
-def _last_time(lines: list[str]) -> tuple[int, datetime] | None:
-    """(line, time) of the last line of wandb-core's debug-internal.log with a time that names its zone
-    (the older Python log's times name none: not read)."""
-    for number in range(len(lines), max(len(lines) - 200, 0), -1):
+def _dirs(config: dict) -> dict[str, str]:
+    """The folders a run's configuration names: a Trainer's output_dir and logging_dir (its WandbCallback
+    puts the TrainingArguments in the config)."""
+    return {k: v for k in DIR_KEYS if isinstance(v := config.get(k), str) and v}
+
+
+def _debug_dirs(lines: list[str]) -> dict[str, str]:
+    """The folders debug.log's `config_cb` lines name (the config a run set, as Python prints a dict): a run
+    killed before its transaction log was written keeps its config here only."""
+    out: dict[str, str] = {}
+    for line in lines:
+        if "_config_callback()" in line and "config_cb" in line:
+            for key, value in _DEBUG_DIR.findall(line):
+                out.setdefault(key, value)
+    return out
+
+
+def _core_time(lines: list[str], numbers: range) -> tuple[int, datetime] | None:
+    """(line, time) of the first line, in the order `numbers` gives, of wandb-core's debug-internal.log with a
+    time that names its zone (the older Python log's times name none: not read)."""
+    for number in numbers:
         match = _CORE_TIME.match(lines[number - 1])
         if match is None:
             continue
@@ -559,6 +594,9 @@ class _Decoder:
         self.bad_times: list[tuple[int, object]] = []
         self.bad_steps: list[tuple[int, str]] = []
         self.names: dict[bytes, tuple[str, bool]] = {}  # metric names (and whether eval) by their bytes: once per file
+        self.step_metric: str | None = None  # define_metric("*", step_metric=S): every metric's step is S
+        self.last_axis: int | None = None  # S's last value (step_sync: a record without S is at its last value)
+        self.off_axis: list[int] = []  # records logged before any value of S: no step on its axis
 
     def record(self, buf: bytes, start: int, end: int, number: int) -> None:
         try:
@@ -584,6 +622,8 @@ class _Decoder:
                 self._environment(buf, a, b)
             elif n == _CONFIG:
                 self._config(buf, a, b)
+            elif n == _METRIC:
+                self._metric(buf, a, b)
             return RECORD_KINDS[n]
         return "other"
 
@@ -647,6 +687,13 @@ class _Decoder:
                 continue  # a string, a boolean, a media object: no metric
             (evals if known[1] else values)[name] = value
         at_step = step_num if step is None else _step(step)
+        if self.step_metric is not None and at_step is not None and 0 <= at_step <= MAX_COUNT:
+            at_step = self._on_axis(values, evals)
+            if at_step is None:
+                self.off_axis.append(number)
+                self.info.records -= 1
+                self.info.skipped += 1
+                return
         if at_step is None or not 0 <= at_step <= MAX_COUNT:
             self.bad_steps.append((number, _decoded(step)))
             self.info.skipped += 1
@@ -669,6 +716,29 @@ class _Decoder:
         if evals:
             out.rows.add(self.run, "eval", at_step, number, at, evals)
             out.evaluations.append(Evaluation(self.run, at_step, at, Evidence(self.rel, number), evals))
+
+    def _on_axis(self, values: dict[str, float], evals: dict[str, float]) -> int | None:
+        """A history record's step on the declared step metric (taken out of its metrics): its own value of
+        it, else the last one logged (W&B's step_sync); None before any."""
+        axis = self.step_metric
+        value = values.pop(axis, None) if axis in values else evals.pop(axis, None)  # type: ignore[arg-type]
+        if value is not None and math.isfinite(value) and value == int(value) and 0 <= value <= MAX_COUNT:
+            self.last_axis = int(value)
+        return self.last_axis
+
+    def _metric(self, buf: bytes, start: int, end: int) -> None:
+        """define_metric: a step metric declared for every metric (glob "*") is the run's step."""
+        glob = step_metric = None
+        for n, wire, a, b in fields(buf, start, end):
+            if wire == 2 and n == 2:
+                glob = buf[a:b].decode("utf-8", "replace")
+            elif wire == 2 and n == 4:
+                step_metric = buf[a:b].decode("utf-8", "replace")
+        if glob == "*" and step_metric and self.step_metric is None:
+            self.step_metric = step_metric
+            self.info.notes.append(f"define_metric('*', step_metric='{step_metric}'): its rows are at the value of "
+                                   f"{step_metric} each history record logs (the training step), not at W&B's _step "
+                                   "(a count of log calls)")
 
     def _run(self, buf: bytes, start: int, end: int) -> None:
         run = self.out.run
@@ -728,6 +798,9 @@ class _Decoder:
             _plain(name, value, self.out.config)
 
     def finish(self) -> None:
+        if self.off_axis:
+            self.info.problem(self.off_axis[0], f"{len(self.off_axis):,} history record(s) logged before any value of "
+                              f"{self.step_metric}, the run's step metric (first: record {self.off_axis[0]}): no step; skipped")
         if self.bad_steps:
             number, step = self.bad_steps[0]
             self.info.problem(number, f"{len(self.bad_steps):,} history record(s) with a _step that is no step count "
@@ -806,6 +879,7 @@ def read_files(scan: Scan) -> None:
             for rel in run.claimed:
                 scan.done(rel)
             source.evidence = run.facts.evidence
+            source.dirs = run.dirs
             read.append((source, run))
     _processes(read)
     for rel in scan.files(FILE_KIND):  # wandb/debug.log outside every run folder: W&B's link to the latest run's
