@@ -248,3 +248,28 @@ def test_windows_line_endings_and_a_byte_order_mark_are_read(tmp_path):
     log = read_text(tmp_path, data)
     assert log.input.problems == []
     assert log.metrics["line"].tolist() == [1, 3]
+
+
+def _start_and_metric(tmp_path, metric_first: bool):
+    from reportgen.ingest import ingest
+    times = iter([datetime(2026, 1, 1, 10, 0, tzinfo=UTC), datetime(2026, 1, 1, 10, 5, tzinfo=UTC)])
+    log = EventLog(tmp_path / "runs" / "r1" / "events.jsonl", run="r1", clock=lambda: next(times))
+    if metric_first:
+        log.metric(step=1, loss=0.5)
+        log.run_start(config={"lr": 1e-4})
+    else:
+        log.run_start(config={"lr": 1e-4})
+        log.metric(step=1, loss=0.5)
+    return ingest(tmp_path).runs["r1"]
+
+
+def test_a_row_logged_before_the_recorded_start_moves_the_start_back(tmp_path):
+    run = _start_and_metric(tmp_path, metric_first=True)
+    assert run.started_at == datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
+    assert run.start_evidence.path == "runs/r1/events.jsonl"
+
+
+def test_counter_example_rows_after_the_recorded_start_leave_it(tmp_path):
+    run = _start_and_metric(tmp_path, metric_first=False)
+    assert run.started_at == datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
+    assert (run.start_evidence.path, run.start_evidence.line) == ("runs/r1/events.jsonl", 1)
