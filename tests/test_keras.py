@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.ingest import keras
-from reportgen.model import InputFile
+from reportgen.model import Evaluation, InputFile
 
 KERAS = Path(__file__).parent / "fixtures" / "keras"
 LIGHTNING_METRICS = Path(__file__).parent / "fixtures" / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv"
@@ -43,8 +43,9 @@ def test_clean_run_reads_each_epoch_as_a_train_row_and_an_eval_row():
     assert column(log, "loss", "train")[4] == pytest.approx(0.4148416817188263)
     assert column(log, "accuracy", "train")[0] == 0.609375
     assert set(log.reading.frames[0]["kind"]) == {"train", "eval"}
-    evals = log.reading.events
+    evals = [e for e in log.reading.events if isinstance(e, Evaluation)]
     assert [e.step for e in evals] == [0, 1, 2, 3, 4]
+    assert log.facts in log.reading.events  # the run's facts reach its run
     assert evals[2].metrics == {"val_accuracy": 1.0, "val_loss": pytest.approx(0.3909270465373993)}
     assert evals[2].evidence.line == 4
 
@@ -116,7 +117,7 @@ def test_na_is_not_logged_and_the_separator_comes_from_the_header():
     assert "val_loss" not in frame.columns  # every val_ cell is NA: no validation data
     assert column(log, "loss", "train") == {0: pytest.approx(0.6073211431503296), 1: pytest.approx(0.5546424984931946),
                                              2: pytest.approx(0.5019375681877136)}
-    assert log.reading.events == []
+    assert log.reading.events == [log.facts]  # no evaluation: no validation data
 
 
 def test_tab_separator_and_nan_kept(tmp_path):
@@ -140,6 +141,27 @@ def test_a_row_cut_off_mid_row_is_skipped_and_interrupts(tmp_path):
     assert log.facts.status == "interrupted" and "cut off mid-row" in log.facts.reason
     assert log.facts.last_step == 3
     lines_add_up(info)
+
+
+def test_a_file_cut_off_mid_row_makes_its_run_interrupted(tmp_path):
+    """The reader's facts reach the run (they were once left out of its reading)."""
+    from reportgen.analysis.status import run_status
+    from reportgen.ingest import ingest
+    (tmp_path / "lr-sweep").mkdir()
+    (tmp_path / "lr-sweep" / "training.log").write_bytes(CLEAN.read_bytes()[:-9])
+    campaign = ingest(tmp_path)
+    status = run_status(campaign.runs["lr-sweep"], campaign)
+    assert status.status == "interrupted" and "cut off mid-row" in status.reason
+
+
+def test_counter_example_a_whole_file_leaves_its_run_unknown(tmp_path):
+    from reportgen.analysis.status import run_status
+    from reportgen.ingest import ingest
+    (tmp_path / "lr-sweep").mkdir()
+    (tmp_path / "lr-sweep" / "training.log").write_bytes(CLEAN.read_bytes())
+    campaign = ingest(tmp_path)
+    status = run_status(campaign.runs["lr-sweep"], campaign)
+    assert status.status == "unknown" and "CSVLogger writes nothing at the end of training" in status.reason
 
 
 def test_a_row_cut_before_its_newline_keeps_its_cells(tmp_path):

@@ -747,3 +747,21 @@ def test_a_csv_that_is_not_utf8_is_not_read_as_lines_and_says_so(tmp_path, name,
     info = read(written(tmp_path, name, b"epoch,step,checkpoint,operation\n0,1,\xff,save\n"))
     assert info.lines is None and info.records == 0
     assert [p.line for p in info.problems] == [None] and "not UTF-8 text" in info.problems[0].message
+
+
+# Every reader's facts reach the run its files are: a run of that format has facts of it.
+FACT_FOLDERS = {
+    "keras-csv": TESTS / "fixtures" / "keras" / "clean", "dvclive": TESTS / "fixtures" / "dvclive" / "clean",
+    "torchtune": TESTS / "fixtures" / "torchtune" / "clean", "llamafactory": LF, "wandb": WANDB / "clean",
+    "hydra": TESTS / "fixtures" / "hydra", "hf-trainer": FORMATS / "hf" / "hf-clean",
+    "lightning-csv": FORMATS / "lightning" / "pl-clean", "mlflow-sqlite": FORMATS / "mlflow",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FACT_FOLDERS))
+def test_every_readers_facts_reach_its_runs(fmt):
+    campaign = ingest(FACT_FOLDERS[fmt])
+    runs = [run for run in campaign.runs.values() if fmt in run.formats]
+    assert runs
+    for run in runs:
+        assert any(f.format == fmt for f in run.facts), run.id

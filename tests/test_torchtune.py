@@ -59,6 +59,14 @@ def test_started_at_comes_from_the_file_name_with_its_reason():
     assert log.facts.status is None
 
 
+def test_the_start_the_file_name_gives_is_the_runs():
+    from reportgen.ingest import ingest
+    [path] = only("clean")
+    run = ingest(TT / "clean").runs["clean"]
+    assert run.started_at == datetime.fromtimestamp(int(path.stem.removeprefix("log_")), tz=UTC)
+    assert run.start_evidence.path == path.name
+
+
 def test_a_file_of_another_name_has_no_start(tmp_path):
     [path] = only("clean")
     other = tmp_path / "metrics.txt"

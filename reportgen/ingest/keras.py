@@ -128,8 +128,8 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
     epoch, at step = the epoch; an Evaluation per eval row; the facts; and its attempts. Rows under
     each header are one metrics frame."""
     info = InputFile(path=rel, format=FORMAT, notes=[STEPS_ARE_EPOCHS])
-    reading = Reading([info])
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel))
+    reading = Reading([info], [], [facts])
     log = KerasLog(reading, facts)
     text = decode_text(read_log(path, info, what="rows"))
     if text is None:

@@ -104,7 +104,7 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
     its name gives)."""
     info = InputFile(rel, FORMAT)
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
-    log = TorchtuneLog(Reading([info]), facts)
+    log = TorchtuneLog(Reading([info], [], [facts]), facts)
     _started(rel, info, facts)
     text = decode_text(read_log(path, info))
     if text is None:
