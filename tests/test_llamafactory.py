@@ -2,7 +2,9 @@
 
 The fixtures (tests/fixtures/llamafactory/saves/tiny-gpt2/lora/, made by make_fixtures.py) are two
 real transformers 5.24 runs with LLaMA-Factory's LogCallback and LoggerHandler reproduced field for
-field: train-clean reaches its 30 steps, train-killed is killed at step 25 (its last log is step 20).
+field: train-clean reaches its 30 steps, train-killed is killed at step 25 (its last log is step 20);
+eval-clean (transformers 5.25) is a prediction with train-clean's adapter, as LLaMA Board's Evaluate &
+Predict tab runs one: progress every 5 batches, trainer.predict's metrics saved as predict_results.json.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from reportgen.ingest import llamafactory as lf
 
 LOGS = Path(__file__).parent / "fixtures" / "llamafactory"
 CLEAN, KILLED = "saves/tiny-gpt2/lora/train-clean", "saves/tiny-gpt2/lora/train-killed"
+PREDICT = "saves/tiny-gpt2/lora/eval-clean"
 PROPERTIES = settings(max_examples=60, deadline=None,
                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -226,7 +229,7 @@ def test_any_bytes_give_a_result_with_every_line_accounted(tmp_path, log, runnin
 def test_a_llamafactory_folder_is_one_run_with_the_trainers_files_and_its_clock_times():
     from reportgen.ingest import ingest
     campaign = ingest(Path(__file__).parent / "fixtures" / "llamafactory")
-    assert sorted(campaign.runs) == ["train-clean", "train-killed"]
+    assert sorted(campaign.runs) == ["eval-clean", "train-clean", "train-killed"]
     run = campaign.runs["train-clean"]
     assert {"hf-trainer", "llamafactory"} <= set(run.formats)
     assert run.start_evidence.path.endswith("running_log.txt") and run.start_evidence.line == 1
@@ -245,3 +248,49 @@ def test_counter_example_llamafactory_files_alone_are_a_run_of_their_own(tmp_pat
     run = campaign.runs["lf-lora"]
     assert run.formats == ["llamafactory"] and "loss" in campaign.metric_names()
     assert "training_args" in (run.config or {})
+
+
+# --- a prediction run ------------------------------------------------------------------------------
+
+def test_a_prediction_is_an_evaluation_run_with_its_predict_figures_at_no_step():
+    from reportgen.ingest import ingest
+    campaign = ingest(LOGS)
+    run = campaign.runs["eval-clean"]
+    results = json.loads((LOGS / PREDICT / "predict_results.json").read_text())
+    assert run.kind == "evaluation" and (run.first_step, run.last_step) == (None, None)
+    (evaluation,) = [e for e in campaign.evaluations if e.run == "eval-clean"]
+    assert evaluation.step is None and evaluation.metrics == {"predict_loss": results["predict_loss"]}
+    assert evaluation.evidence.path == f"{PREDICT}/predict_results.json"
+    assert run.ended_at == _clock(_running(PREDICT)[-1])
+
+
+def test_a_prediction_that_reached_its_last_batch_completed_and_evaluates_the_run_it_loaded():
+    from reportgen.analysis.status import run_status
+    from reportgen.ingest import ingest
+    campaign = ingest(LOGS)
+    run = campaign.runs["eval-clean"]
+    status = run_status(run, campaign)
+    assert status.status == "completed" and "the prediction reached its last batch (20 of 20)" in status.reason
+    assert run.evaluates == "train-clean"
+    (decision,) = [d for d in run.identity if d.rule == "loaded-model"]
+    assert "it loaded saves/tiny-gpt2/lora/train-clean" in decision.text and decision.evidence[0].path.endswith("running_log.txt")
+
+
+def test_counter_example_a_prediction_cut_short_is_not_completed(tmp_path):
+    from reportgen.analysis.status import run_status
+    from reportgen.ingest import ingest
+    shutil.copytree(LOGS / PREDICT, tmp_path / PREDICT)
+    log = tmp_path / PREDICT / lf.TRAINER_LOG
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+    campaign = ingest(tmp_path)
+    status = run_status(campaign.runs["eval-clean"], campaign)
+    assert status.status == "unknown" and "a prediction run" in status.reason
+
+
+def test_counter_example_a_loaded_model_not_in_logs_is_evaluated_by_no_link(tmp_path):
+    from reportgen.ingest import ingest
+    shutil.copytree(LOGS / PREDICT, tmp_path / PREDICT)
+    shutil.copytree(LOGS / KILLED, tmp_path / KILLED)
+    campaign = ingest(tmp_path)
+    assert campaign.runs["eval-clean"].evaluates is None
+    assert not any(d.rule == "loaded-model" for d in campaign.runs["train-killed"].identity)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.ingest.common import PROGRESS_KEYS
-from reportgen.ingest.scan import Source, TextLog, path_parts
+from reportgen.ingest.scan import Source, TextLog, path_ends_with, path_parts
 from reportgen.ingest.textlog import FORMAT as TEXT_FORMAT
 from reportgen.ingest.textlog import Session
 from reportgen.model import (
@@ -292,9 +292,10 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
         if (trace is None or trace.trained or source.declared or key in checkpointed or key in trained_for
                 or key in started):
             continue
-        names = ", ".join(sorted(trace.values)[:6])
+        names = ", ".join(sorted(trace.values)[:6] or _metric_names(campaign.metrics, key)[:6])
         at = sorted({int(s) for keys in trace.values.values() for s in (keys >> 32).tolist()})
-        text = f"logged only evaluation metrics ({names}) at {_span(at)} and trained no step: an evaluation run"
+        where = f" at {_span(at)}" if at else " at no step"
+        text = f"logged only evaluation metrics ({names}){where} and trained no step: an evaluation run"
         evaluation[key] = Decision("kind", "no-training-step", text, (source.evidence,))
 
     containers = _containers(keys, sources, traces)
@@ -327,6 +328,12 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
     for key, decision in [*notes, *shared]:
         merged.decisions.setdefault(merged.renames.get(key, key), []).append(decision)
     return merged
+
+
+def _metric_names(frame: pd.DataFrame, key: str) -> list[str]:
+    """The metrics a source's rows hold, rows without a step included."""
+    rows = frame[frame["run"] == key]
+    return sorted(str(c) for c in rows.columns if c not in METRIC_FRAME_COLUMNS and rows[c].notna().any())
 
 
 def _share_checkpoint_folders(campaign: Campaign, keys: list[str], sources: dict[str, Source],
@@ -697,6 +704,7 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
     if _continuations(campaign):
         pending = _relink_by_values(campaign, pending)
     pending = _link_by_chain(campaign, pending)
+    _evaluated_folders(campaign, folders)
     _attach_evaluations(campaign)
     for (text, session), reason in sorted(pending.items(), key=lambda item: (item[0][0].path, item[0][1].index)):
         lines = (session.first_line, session.last_line) if len(text.sessions) > 1 else None
@@ -1378,6 +1386,28 @@ def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Che
             f"run of this configuration logs, and follows {other_id}'s checkpoint at step {step} ({check.path})")
     return [_Claim("step-continuity", other_id, text, (check.evidence, Evidence(run.sources[0]) if run.sources else check.evidence),
                    step=check.step)]
+
+
+def _evaluated_folders(campaign: Campaign, folders: dict[str, list[str]]) -> None:
+    """An evaluation run whose source names the model it loaded (LLaMA-Factory's "Loaded adapter(s): ...")
+    evaluates the one training run whose folder that path ends with."""
+    runs = campaign.runs
+    for run in runs.values():
+        named = [f for f in run.facts if f.evaluated]
+        if run.kind != "evaluation" or run.evaluates or not named:
+            continue
+        facts = named[0]
+        hits = sorted(other for other, places in folders.items()
+                      if other != run.id and other in runs and runs[other].kind == "training"
+                      and any(path_ends_with(facts.evaluated, place) for place in places if place))  # type: ignore[arg-type]
+        if len(hits) != 1:
+            continue
+        trained = hits[0]
+        text = f"it evaluates {trained}: it loaded {facts.evaluated}, {trained}'s folder ({facts.evidence.path} line {facts.evidence.line})"
+        run.evaluates = trained
+        run.identity.append(Decision("evaluates", "loaded-model", text, (facts.evidence,), other=trained))
+        runs[trained].identity.append(Decision("evaluates", "loaded-model", f"evaluated by {run.id}, which loaded its model",
+                                               (facts.evidence,), other=run.id))
 
 
 def _attach_evaluations(campaign: Campaign) -> None:

@@ -41,7 +41,7 @@ from reportgen.ingest.common import (
     text_lines,
 )
 from reportgen.ingest.scan import Reader, Scan, Source, parents
-from reportgen.model import Evidence, InputFile, RunFacts
+from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "llamafactory"
 TRAINER_LOG = "trainer_log.jsonl"
@@ -63,6 +63,11 @@ _TRAINER_LOG_LINE = re.compile(rb'^\s*\{.*"current_steps"\s*:\s*\d+.*"total_step
 _ELAPSED = re.compile(r"^(?:(\d{1,6}) days?, )?(\d{1,2}):(\d{2}):(\d{2})$")
 _TRAINING_STARTS = "***** Running training *****"
 _TRAINING_DONE = "Training completed."
+_PREDICTION_STARTS = "***** Running Prediction *****"
+_ADAPTERS = "Loaded adapter(s): "  # src/llamafactory/model/adapter.py, the adapters it loaded, comma-separated
+# What LLaMA-Factory's workflows save with trainer.save_metrics("predict", ...): predict_results.json, and
+# all_results.json, which gathers every save_metrics call's figures.
+PREDICT_RESULTS = ("predict_results.json", "all_results.json")
 
 
 def recognise(rel: str, head: bytes) -> str | None:
@@ -122,6 +127,8 @@ class _Clock:
     last: tuple[int, datetime] | None = None
     training: tuple[int, datetime] | None = None
     completed: int | None = None  # the line of the Trainer's "Training completed."
+    prediction: int | None = None  # the line of the Trainer's "***** Running Prediction *****"
+    adapters: tuple[int, str] | None = None  # (line, path) of the first adapter LLaMA-Factory loaded
 
 
 def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaFactoryRun:
@@ -139,6 +146,7 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaF
     trainer_log, running, args_file = names.get(TRAINER_LOG), names.get(RUNNING_LOG), names.get(TRAINING_ARGS)
     facts = RunFacts(run=key, format=FORMAT, evidence=Evidence(trainer_log or running or args_file or folder or "."))
     clock = _Clock()
+    progress: dict = {}
     if running is not None:
         info, clock = read_running_log(logs / running, running)
         reading.inputs.append(info)
@@ -158,6 +166,20 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaF
         if args:
             facts.config = {"training_args": args}
     _clock_facts(facts, running, clock)
+    if clock.prediction is not None and facts.first_step is None and running is not None:
+        facts.reason = (f"a prediction run ({running} line {clock.prediction}: \"{_PREDICTION_STARTS}\"): it trains no "
+                        "step; its trainer_log.jsonl counts prediction batches")
+        line, batches, total = progress.get("any", (None, None, None)) if trainer_log is not None else (None, None, None)
+        if total and batches is not None and batches >= total:
+            facts.status = "completed"
+            facts.reason += f"; {trainer_log} line {line}: the prediction reached its last batch ({batches} of {total})"
+            facts.evidence = Evidence(trainer_log, line)  # type: ignore[arg-type]
+        if facts.status == "completed" and clock.last is not None:
+            facts.ended_at = clock.last[1]
+        _predict_results(logs, names, key, clock, reading, claimed)
+        if clock.adapters is not None:
+            line, path = clock.adapters
+            reading.events.append(RunFacts(run=key, format=FORMAT, evidence=Evidence(running, line), evaluated=path))
     if running is not None and clock.first is not None:  # the clock times, cited at their own lines
         reading.events.append(RunFacts(run=key, format=FORMAT, evidence=Evidence(running, clock.first[0]),
                                        started_at=facts.started_at))
@@ -165,6 +187,29 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaF
             reading.events.append(RunFacts(run=key, format=FORMAT, evidence=Evidence(running, clock.last[0]),
                                            ended_at=facts.ended_at))
     return LlamaFactoryRun(reading, facts, claimed)
+
+
+def _predict_results(logs: Path, names: dict[str, str], key: str, clock: _Clock, reading: Reading,
+                     claimed: list[str]) -> None:
+    """A prediction run's figures (predict_bleu-4, predict_rouge-l...): one evaluation, at no step (it trained
+    none), timed at running_log.txt's last line (LLaMA-Factory saves them as the run ends)."""
+    rel = next((names[n] for n in PREDICT_RESULTS if n in names), None)
+    if rel is None:
+        return
+    info = InputFile(rel, FORMAT)
+    results = read_mapping(logs / rel, info, f"{PurePosixPath(rel).name} holds one JSON object") or {}
+    reading.inputs.append(info)
+    claimed.append(rel)
+    metrics = {str(k): _number(v) for k, v in results.items() if str(k).startswith("predict_") and is_number(v)
+               and not str(k).endswith(("_runtime", "_per_second", "_preparation_time"))}
+    if not metrics:
+        info.notes.append("no predict_ figure of the prediction's quality in it")
+        return
+    at = clock.last[1] if clock.last else None
+    rows = MetricRows(rel)
+    rows.add(key, "eval", None, None, at, metrics)
+    reading.frames.append(rows.frame())
+    reading.events.append(Evaluation(key, None, at, Evidence(rel), metrics))
 
 
 def _progress_facts(facts: RunFacts, rel: str, progress: dict) -> None:
@@ -225,6 +270,8 @@ def read_running_log(path: Path, rel: str) -> tuple[InputFile, _Clock]:
                 info.records += 1  # a message that goes on over several lines
                 if line.startswith(_TRAINING_DONE):
                     clock.completed = number  # the Trainer logs "\n\nTraining completed. ..." after its prefix
+                elif line.startswith(_PREDICTION_STARTS):
+                    clock.prediction = number  # "\n***** Running Prediction *****" after its prefix
             else:
                 info.problem(number, f"not a log line ([LEVEL|date time] file:N >> message): {quoted(line)}")
                 info.skipped += 1
@@ -247,6 +294,11 @@ def read_running_log(path: Path, rel: str) -> tuple[InputFile, _Clock]:
             clock.training = (number, at)
         elif message.startswith(_TRAINING_DONE):
             clock.completed = number
+        elif message.startswith(_PREDICTION_STARTS):
+            clock.prediction = number
+        elif message.startswith(_ADAPTERS) and clock.adapters is None:
+            first = message[len(_ADAPTERS):].split(",")[0].strip()
+            clock.adapters = (number, first) if first else None
     return info, clock
 
 
@@ -284,6 +336,7 @@ def read_trainer_log(path: Path, rel: str, run: str, start: datetime | None) -> 
         previous_elapsed = elapsed if elapsed is not None else previous_elapsed
         values = {METRICS[k]: _number(v) for k, v in entry.items() if k in METRICS and is_number(v)}
         info.records += 1
+        progress["any"] = (number, steps, _count(total))
         if any(k in entry for k in TRAINING_FIELDS):
             total = _count(total)
             progress["last"] = (number, steps, total)
