@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import dvclive
 from reportgen.model import Evaluation, InputFile, LogMessage
@@ -176,23 +177,6 @@ def test_a_header_that_is_not_dvclives_skips_the_rows(tmp_path):
     info = run.reading.inputs[0]
     assert (info.header, info.skipped, info.blank, info.records) == (1, 2, 1, 0)
     assert "not DVCLive's header for acc" in info.problems[0].message
-
-
-@st.composite
-def damaged(draw, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.sampled_from([b"\t", b"\n", b"\r", b'"', b"nan", b"-1", b"1e999", b"\xff"]))
-        else:
-            del data[where:where + draw(st.integers(1, 32))]
-    return bytes(data)
 
 
 TSV_FILE = LOGS / "clean" / "dvclive" / "plots" / "metrics" / "loss.tsv"

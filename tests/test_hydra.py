@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import hydra
 
@@ -106,22 +107,7 @@ def test_damaged_overrides_are_a_problem_and_the_config_is_kept(tmp_path):
 
 
 def _damaged(original: bytes) -> st.SearchStrategy[bytes]:
-    @st.composite
-    def damage(draw) -> bytes:
-        data = bytearray(original)
-        for _ in range(draw(st.integers(1, 4))):
-            where = draw(st.integers(0, len(data)))
-            how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-            if how == "cut":
-                del data[where:]
-            elif how == "flip" and where < len(data):
-                data[where] ^= draw(st.integers(1, 255))
-            elif how == "insert":
-                data[where:where] = draw(st.binary(min_size=1, max_size=16))
-            else:
-                del data[where:where + draw(st.integers(1, 64))]
-        return bytes(data)
-    return st.one_of(st.binary(max_size=1024), damage())
+    return st.one_of(st.binary(max_size=1024), damaged(original))
 
 
 @PROPERTIES

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import keras
 from reportgen.model import Evaluation, InputFile
@@ -215,23 +216,6 @@ def test_not_utf8_is_one_problem(tmp_path):
     path.write_bytes(b"epoch,loss\n0,\xff\n")
     info = read(path).reading.inputs[0]
     assert info.lines is None and "UTF-8" in info.problems[0].message
-
-
-@st.composite
-def damaged(draw, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.sampled_from([b"\r", b"\n", b",", b'"', b"NA", b"epoch,loss\r\n", b"0,", b"-1"]))
-        else:
-            del data[where:where + draw(st.integers(1, 32))]
-    return bytes(data)
 
 
 ANY = st.one_of(st.binary(max_size=1024), damaged((KERAS / "forgot" / "training.log").read_bytes()),

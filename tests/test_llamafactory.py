@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import llamafactory as lf
 
@@ -178,30 +179,13 @@ def test_running_log_times_outside_the_calendar_are_problems(tmp_path):
     assert got.facts.started_at == datetime(2026, 12, 4, 21, tzinfo=UTC)
 
 
-@st.composite
-def _damaged(draw, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.binary(min_size=1, max_size=16))
-        else:
-            del data[where:where + draw(st.integers(1, 64))]
-    return bytes(data)
-
-
 def _lines(data: bytes) -> int:
     parts = data.split(b"\n")
     return len(parts) - (parts[-1] == b"")
 
 
 def _any(name: str) -> st.SearchStrategy[bytes]:
-    return st.one_of(st.binary(max_size=2048), _damaged((LOGS / CLEAN / name).read_bytes()))
+    return st.one_of(st.binary(max_size=2048), damaged((LOGS / CLEAN / name).read_bytes()))
 
 
 @PROPERTIES

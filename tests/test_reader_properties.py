@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import (
     bench,
@@ -81,24 +82,6 @@ ORIGINAL = {kind: path.read_bytes() for kind, path in REAL.items()}
 
 PROPERTIES = settings(max_examples=60, deadline=None,
                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@st.composite
-def damaged(draw, original: bytes) -> bytes:
-    """A real file, damaged the ways files are: cut off, bytes flipped, bytes inserted or lost."""
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.binary(min_size=1, max_size=16))
-        else:
-            del data[where:where + draw(st.integers(1, 64))]
-    return bytes(data)
 
 
 def any_bytes(kind: str) -> st.SearchStrategy[bytes]:

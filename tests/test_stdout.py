@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import formats, ingest, textlog
 from reportgen.ingest.common import text_lines
@@ -230,26 +231,9 @@ def test_kaggle_log_cut_off_keeps_its_complete_entries(tmp_path):
     assert got.info.text_lines + got.info.blank == got.info.lines
 
 
-@st.composite
-def _damaged(draw, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.binary(min_size=1, max_size=16))
-        else:
-            del data[where:where + draw(st.integers(1, 64))]
-    return bytes(data)
-
-
 @PROPERTIES
-@given(data=st.one_of(st.binary(max_size=2048), _damaged(NOHUP.read_bytes()), _damaged(KAGGLE.read_bytes()),
-                      _damaged(NOBAR.read_bytes())))
+@given(data=st.one_of(st.binary(max_size=2048), damaged(NOHUP.read_bytes()), damaged(KAGGLE.read_bytes()),
+                      damaged(NOBAR.read_bytes())))
 def test_any_console_bytes_give_a_result_with_every_line_accounted(tmp_path, data):
     path = tmp_path / "train.log"
     path.write_bytes(data)

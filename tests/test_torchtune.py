@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import damaged
 
 from reportgen.ingest import torchtune
 from reportgen.model import InputFile
@@ -141,23 +142,6 @@ def test_a_pickle_is_a_part_never_unpickled():
     assert torchtune.recognise("out/log_dict.pkl", b"not a pickle\n") is None
     info = torchtune.pickle_part("out/log_dict.pkl")
     assert info.records == 0 and info.notes == ["a pickle: never unpickled"]
-
-
-@st.composite
-def damaged(draw, original: bytes) -> bytes:
-    data = bytearray(original)
-    for _ in range(draw(st.integers(1, 4))):
-        where = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
-        if how == "cut":
-            del data[where:]
-        elif how == "flip" and where < len(data):
-            data[where] ^= draw(st.integers(1, 255))
-        elif how == "insert":
-            data[where:where] = draw(st.sampled_from([b"\n", b"\r", b":", b" ", b"|", b"nan", b"1e999", b"\xff", b"9" * 30]))
-        else:
-            del data[where:where + draw(st.integers(1, 32))]
-    return bytes(data)
 
 
 ANY = st.one_of(st.binary(max_size=1024), damaged(only("clean")[0].read_bytes()), damaged(only("nan")[0].read_bytes()))

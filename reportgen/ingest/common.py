@@ -209,30 +209,36 @@ def decode_text(raw: bytes) -> str | None:
         return None
 
 
+def read_parsed(path: Path, info: InputFile, holds: str) -> tuple[bool, object]:
+    """A JSON or YAML file (by its suffix), parsed: (True, its value), or (False, None) when it cannot be
+    read, with the problem on `info` at its line; `holds` says what the file should hold."""
+    raw = read_document(path, info)
+    if raw is None:
+        return False, None
+    text = decode_text(raw)
+    if text is None:
+        info.problem(None, f"not UTF-8 text; {holds}")
+        return False, None
+    try:
+        return True, load_json(text) if path.suffix == ".json" else load_yaml(text)
+    except TooComplex as exc:
+        info.problem(exc.line, f"not read: {exc.message}")
+    except json.JSONDecodeError as exc:
+        info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', None) or exc})")
+    return False, None
+
+
 def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
     """A JSON or YAML file (by its suffix) that holds one mapping; {} when empty, None when unreadable.
 
     What is wrong becomes a problem on `info`, with its line; `holds` says what the file should
     hold ("an adapter_config.json holds one JSON object").
     """
-    raw = read_document(path, info)
-    if raw is None:
-        return None
-    text = decode_text(raw)
-    if text is None:
-        info.problem(None, f"not UTF-8 text; {holds}")
-        return None
-    try:
-        data = load_json(text) if path.suffix == ".json" else load_yaml(text)
-    except TooComplex as exc:
-        info.problem(exc.line, f"not read: {exc.message}")
-        return None
-    except json.JSONDecodeError as exc:
-        info.problem(exc.lineno, f"unreadable JSON ({exc.msg})")
-        return None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', None) or exc})")
+    read, data = read_parsed(path, info, holds)
+    if not read:
         return None
     if data is None:
         return {}
@@ -240,6 +246,15 @@ def read_mapping(path: Path, info: InputFile, holds: str) -> dict | None:
         info.problem(1, f"{holds}; this is not one")
         return None
     info.records = 1
+    return data
+
+
+def dig(data: object, *keys: str) -> object:
+    """data[k1][k2]... of nested mappings, or None when any level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
     return data
 
 

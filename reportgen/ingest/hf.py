@@ -28,6 +28,7 @@ from reportgen.ingest.common import (
     MetricRows,
     Reading,
     decode_text,
+    dig,
     duration_problem,
     is_number,
     json_entries,
@@ -163,14 +164,6 @@ def _non_finite(value: float | None) -> bool:
     return value is not None and not math.isfinite(value)
 
 
-def _dig(data: object, *keys: str) -> object:
-    """data[k1][k2]... or None when any level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -189,7 +182,7 @@ def state_facts(run: str, rel: str, parsed: dict, checkpoint_paths: dict[str, st
     summary_line = parsed.get("summary_line")
     global_step = _int(state.get("global_step"))
     max_steps = _int(state.get("max_steps"))
-    should_stop = _dig(state, "stateful_callbacks", "TrainerControl", "args", "should_training_stop")
+    should_stop = dig(state, "stateful_callbacks", "TrainerControl", "args", "should_training_stop")
     facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel, summary_line), last_step=global_step,
                      seconds=parsed.get("runtime"), max_steps=max_steps if max_steps and max_steps > 0 else None,
                      history=parsed.get("history"))
@@ -228,16 +221,16 @@ def _early_stop(run: str, rel: str, parsed: dict, state: dict, global_step: int 
     training ended with its final summary short of max_steps while the callback was configured:
     the state in the folder is refreshed only at checkpoint saves, so a stop between two saves
     leaves the counter of the last save behind."""
-    callback = _dig(state, "stateful_callbacks", "EarlyStoppingCallback")
+    callback = dig(state, "stateful_callbacks", "EarlyStoppingCallback")
     if not isinstance(callback, dict) or global_step is None or (max_steps and global_step >= max_steps):
         return None
-    patience = _int(_dig(callback, "args", "early_stopping_patience"))
-    counter = _int(_dig(callback, "attributes", "early_stopping_patience_counter"))
+    patience = _int(dig(callback, "args", "early_stopping_patience"))
+    counter = _int(dig(callback, "attributes", "early_stopping_patience_counter"))
     used_up = patience is not None and counter is not None and counter >= patience and should_stop is True
     ended_short = parsed.get("summary_line") is not None and max_steps is not None
     if not (used_up or ended_short):
         return None
-    threshold = _dig(callback, "args", "early_stopping_threshold")
+    threshold = dig(callback, "args", "early_stopping_threshold")
     by = f" by more than {threshold:g}" if is_number(threshold) and threshold else ""
     best = state.get("best_metric")
     best_text = (f"; best {best:.4g} at step {state.get('best_global_step')}" if is_number(best) and

@@ -20,16 +20,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-import yaml
-
-from reportgen.bounded import TooComplex, load_yaml
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
     Reading,
     decode_text,
-    read_document,
+    dig,
     read_mapping,
+    read_parsed,
 )
 from reportgen.ingest.scan import Reader, Scan, Source, parent, parents
 from reportgen.model import Evidence, InputFile, RunFacts
@@ -103,9 +101,9 @@ def read_config(logs: Path, folder: str, members: list[str]) -> HydraConfig:
         hydra = section if isinstance(section := data.get("hydra"), dict) else {}
         if not hydra and data:
             info.problem(1, "no 'hydra' mapping at the top: not Hydra's own configuration")
-    job = _dig(hydra, "job", "name")
+    job = dig(hydra, "job", "name")
     out.job = job if isinstance(job, str) else None
-    output_dir = _dig(hydra, "runtime", "output_dir")
+    output_dir = dig(hydra, "runtime", "output_dir")
     out.output_dir = output_dir if isinstance(output_dir, str) else None
     out.started_at, out.reason = _started(run_folder, hydra, present.get(HYDRA))
     return out
@@ -113,21 +111,8 @@ def read_config(logs: Path, folder: str, members: list[str]) -> HydraConfig:
 
 def _overrides(path: Path, info: InputFile) -> list[str] | None:
     """overrides.yaml: a YAML list of override strings; None, with a problem, when it is not one."""
-    raw = read_document(path, info)
-    if raw is None:
-        return None
-    text = decode_text(raw)
-    if text is None:
-        info.problem(None, "not UTF-8 text; overrides.yaml is a YAML list")
-        return None
-    try:
-        data = load_yaml(text)
-    except TooComplex as exc:
-        info.problem(exc.line, f"not read: {exc.message}")
-        return None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        info.problem(mark.line + 1 if mark else None, f"unreadable YAML ({getattr(exc, 'problem', None) or exc})")
+    read, data = read_parsed(path, info, "overrides.yaml is a YAML list")
+    if not read:
         return None
     if data is None:
         data = []
@@ -138,14 +123,6 @@ def _overrides(path: Path, info: InputFile) -> list[str] | None:
     return [item if isinstance(item, str) else json.dumps(item, default=str) for item in data]
 
 
-def _dig(data: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def _started(run_folder: str, hydra: dict, hydra_rel: str | None) -> tuple[datetime | None, str | None]:
     """When the job started, from its folder's name: only under Hydra's default run.dir (or sweep.dir and
     sweep.subdir for a sweep's job), as hydra.yaml states it, are the folder names the start's date and
@@ -154,7 +131,7 @@ def _started(run_folder: str, hydra: dict, hydra_rel: str | None) -> tuple[datet
         return None, "no hydra.yaml: the folder's name is not known to be Hydra's start time"
     parts = PurePosixPath(run_folder).parts
     mode = hydra.get("mode")
-    run_dir, sweep_dir, subdir = _dig(hydra, "run", "dir"), _dig(hydra, "sweep", "dir"), _dig(hydra, "sweep", "subdir")
+    run_dir, sweep_dir, subdir = dig(hydra, "run", "dir"), dig(hydra, "sweep", "dir"), dig(hydra, "sweep", "subdir")
     if mode == "MULTIRUN" or (mode is None and len(parts) >= 4 and parts[-4] == "multirun"):
         if sweep_dir != SWEEP_DIR or subdir != SWEEP_SUBDIR or len(parts) < 4 or parts[-4] != "multirun":
             return None, (f"hydra.sweep.dir {sweep_dir!r} / subdir {subdir!r} (in {hydra_rel}) with the folder {run_folder}: "
