@@ -90,3 +90,24 @@ def test_counter_example_a_killed_wandb_run_naming_another_folder_stays_apart(tm
     assert len(campaign.runs) == 2
     killed = next(r for r in campaign.runs.values() if "wandb" in r.formats)
     assert "hf-trainer" not in killed.formats
+
+
+def _axis_log(folder: str):
+    path = next((Path(__file__).parent / "fixtures" / "wandb" / folder).glob("wandb/offline-run-*/*.wandb"))
+    return wandb.read_log_file(path, "x.wandb", folder)
+
+
+def test_a_declared_step_metric_of_whole_numbers_is_the_step():
+    info, log = _axis_log("axis")
+    frame = log.rows.frame()
+    assert frame.loc[frame["loss"].notna(), "step"].tolist() == list(range(10, 201, 10))
+    assert frame.loc[frame["setup/params"].notna(), "step"].tolist() == [0]  # W&B puts it at train/step 0
+    assert (min(log.steps), max(log.steps)) == (0, 200)
+
+
+def test_counter_example_a_step_metric_of_fractions_leaves_the_rows_at_wandbs_step():
+    info, log = _axis_log("epoch-axis")
+    frame = log.rows.frame()
+    assert frame.loc[frame["loss"].notna(), "step"].tolist() == list(range(1, 21))
+    assert "epoch" in frame.columns  # not the axis: a metric like any other
+    assert any("epoch is no step count (record" in note and "at W&B's _step" in note for note in info.notes)

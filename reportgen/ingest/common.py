@@ -83,6 +83,17 @@ class MetricRows:
     def __len__(self) -> int:
         return len(self.line)
 
+    def drop_metric(self, name: str) -> None:
+        """Leave a metric out (an axis read as the step), and the rows it alone filled."""
+        self.values.pop(name, None)
+        filled = sorted({row for cells in self.values.values() for row in cells})
+        if len(filled) == len(self.line):
+            return
+        new = {old: i for i, old in enumerate(filled)}
+        for column in ("line", "run", "kind", "step", "ts"):
+            setattr(self, column, [getattr(self, column)[old] for old in filled])
+        self.values = {n: {new[row]: v for row, v in cells.items()} for n, cells in self.values.items()}
+
     def frame(self) -> pd.DataFrame:
         return metric_frame(self.rel, self.line, self.run, self.kind, self.step, self.ts,
                             {name: _column(cells, len(self.line)) for name, cells in self.values.items()})

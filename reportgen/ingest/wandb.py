@@ -597,6 +597,8 @@ class _Decoder:
         self.step_metric: str | None = None  # define_metric("*", step_metric=S): every metric's step is S
         self.last_axis: int | None = None  # S's last value (step_sync: a record without S is at its last value)
         self.off_axis: list[int] = []  # records logged before any value of S: no step on its axis
+        self.not_whole: tuple[int, float] | None = None  # (record, value): a value of S that is no step count
+        self.axes: list[tuple[int, int | None]] = []  # per record kept under a step metric: (_step, S's step)
 
     def record(self, buf: bytes, start: int, end: int, number: int) -> None:
         try:
@@ -687,13 +689,12 @@ class _Decoder:
                 continue  # a string, a boolean, a media object: no metric
             (evals if known[1] else values)[name] = value
         at_step = step_num if step is None else _step(step)
+        axis: int | None = None
         if self.step_metric is not None and at_step is not None and 0 <= at_step <= MAX_COUNT:
-            at_step = self._on_axis(values, evals)
-            if at_step is None:
+            axis = self._on_axis(values, evals, number)
+            self.axes.append((at_step, axis))
+            if axis is None:
                 self.off_axis.append(number)
-                self.info.records -= 1
-                self.info.skipped += 1
-                return
         if at_step is None or not 0 <= at_step <= MAX_COUNT:
             self.bad_steps.append((number, _decoded(step)))
             self.info.skipped += 1
@@ -717,14 +718,41 @@ class _Decoder:
             out.rows.add(self.run, "eval", at_step, number, at, evals)
             out.evaluations.append(Evaluation(self.run, at_step, at, Evidence(self.rel, number), evals))
 
-    def _on_axis(self, values: dict[str, float], evals: dict[str, float]) -> int | None:
-        """A history record's step on the declared step metric (taken out of its metrics): its own value of
-        it, else the last one logged (W&B's step_sync); None before any."""
+    def _on_axis(self, values: dict[str, float], evals: dict[str, float], number: int) -> int | None:
+        """A history record's step on the declared step metric: its own value of it, else the last one
+        logged (W&B's step_sync); None before any. It stays a metric until settle_axis decides."""
         axis = self.step_metric
-        value = values.pop(axis, None) if axis in values else evals.pop(axis, None)  # type: ignore[arg-type]
-        if value is not None and math.isfinite(value) and value == int(value) and 0 <= value <= MAX_COUNT:
-            self.last_axis = int(value)
+        value = values.get(axis) if axis in values else evals.get(axis)  # type: ignore[arg-type]
+        if value is not None:
+            if math.isfinite(value) and value == int(value) and 0 <= value <= MAX_COUNT:
+                self.last_axis = int(value)
+            elif self.not_whole is None:
+                self.not_whole = (number, value)
         return self.last_axis
+
+    def settle_axis(self) -> None:
+        """The rows' steps once every record is read: on the step metric when all its values are step counts
+        (a record before its first value keeps no step), else on W&B's _step."""
+        if self.step_metric is None or not self.axes:
+            return
+        out, axes = self.out, self.axes
+        use_axis = self.not_whole is None and any(a is not None for _own, a in axes)
+        chosen = {own: (a if use_axis else own) for own, a in axes}  # W&B's _step is one per history record
+        out.rows.step = [chosen.get(s, s) if s is not None else None for s in out.rows.step]
+        for evaluation in out.evaluations:
+            evaluation.step = chosen.get(evaluation.step, evaluation.step)  # type: ignore[arg-type]
+        out.steps = [s for s in (chosen.get(s, s) for s in out.steps) if s is not None]
+        if use_axis:  # the step metric is the axis, not a metric
+            out.rows.drop_metric(self.step_metric)
+            for evaluation in out.evaluations:
+                evaluation.metrics.pop(self.step_metric, None)
+            out.evaluations = [e for e in out.evaluations if e.metrics]
+        else:
+            number, value = self.not_whole or (None, None)
+            declared = next(i for i, note in enumerate(self.info.notes) if note.startswith("define_metric('*'"))
+            self.info.notes[declared] = (f"define_metric('*', step_metric='{self.step_metric}'), but {self.step_metric} "
+                                         f"is no step count (record {number}: {value!r}): its rows are at W&B's _step")
+            self.off_axis = []
 
     def _metric(self, buf: bytes, start: int, end: int) -> None:
         """define_metric: a step metric declared for every metric (glob "*") is the run's step."""
@@ -798,9 +826,11 @@ class _Decoder:
             _plain(name, value, self.out.config)
 
     def finish(self) -> None:
+        self.settle_axis()
         if self.off_axis:
-            self.info.problem(self.off_axis[0], f"{len(self.off_axis):,} history record(s) logged before any value of "
-                              f"{self.step_metric}, the run's step metric (first: record {self.off_axis[0]}): no step; skipped")
+            self.info.notes.append(f"{len(self.off_axis):,} history record(s) logged before any value of "
+                                   f"{self.step_metric}, the run's step metric (first: record {self.off_axis[0]}): "
+                                   "kept without a step")
         if self.bad_steps:
             number, step = self.bad_steps[0]
             self.info.problem(number, f"{len(self.bad_steps):,} history record(s) with a _step that is no step count "
