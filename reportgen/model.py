@@ -247,8 +247,8 @@ class RunFacts:
     gpu_count: int | None = None  # how many GPUs the machine showed the run (W&B's metadata: all it saw, used or not)
     devices: int | None = None  # how many devices its training loop ran on (the Trainer's data-parallel count)
     exit_code: int | None = None  # the process's exit code, when the source records it
-    # What told that this source's run continues `resumes` (a source key until runs are named), by which rule.
     evaluated: str | None = None  # the folder of the model it evaluated, as the source names it (a loaded adapter)
+    # What told that this source's run continues `resumes` (a source key until runs are named), by which rule.
     resume_rule: str | None = None
     resume_reason: str | None = None
     resumed_at_step: int | None = None

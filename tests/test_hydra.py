@@ -149,3 +149,15 @@ def test_counter_example_a_job_holding_a_lightning_folder_gives_it_its_config(tm
     assert len(campaign.runs) == 1  # no run of the Hydra job beside the Lightning run it wrote
     (run,) = campaign.runs.values()
     assert "lightning-csv" in run.formats and run.config["overrides"] == ["optim.lr=0.02", "model.width=64"]
+
+
+def test_a_job_folder_under_hydras_date_folders_keeps_its_date():
+    assert hydra._job_name(None, "outputs/2026-12-04/21-08-05") == "2026-12-04/21-08-05"  # type: ignore[arg-type]
+    assert hydra._job_name(None, "multirun/2026-12-04/21-08-06/3") == "2026-12-04/21-08-06/3"  # type: ignore[arg-type]
+
+
+def test_counter_example_a_job_folder_of_its_own_name_keeps_that_name():
+    """A changed run.dir (runs/lr-0.02) or a sweep under a folder that names no time: no date is added."""
+    assert hydra._job_name(None, "runs/lr-0.02") == "lr-0.02"  # type: ignore[arg-type]
+    assert hydra._job_name(None, "sweeps/lr/3") == "lr/3"  # type: ignore[arg-type]
+    assert hydra._job_name(None, "outputs/21-08-05") == "21-08-05"  # a time without its date folder

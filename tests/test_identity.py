@@ -705,3 +705,32 @@ def test_a_configuration_with_number_and_text_keys_has_an_id():
     from reportgen.ingest.identity import config_differences, config_id
     assert config_id({0: 1, "lr": 2, "nested": [{1: "a", "b": 2}]}) == config_id({"0": 1, "lr": 2, "nested": [{"1": "a", "b": 2}]})
     assert config_differences({"x": [{1: "a", "b": 2}]}, {"x": [{1: "a", "b": 3}]}) == ["x"]
+
+
+# --- successive records of one logger in one folder's run ------------------------------------------
+
+def _spans_union(first_end: int, second_start: int) -> list[list[str]]:
+    """A Trainer folder and two W&B runs whose config names it, seen over [0, first_end] and
+    [second_start, 100] seconds: are they one run?"""
+    from datetime import UTC, datetime, timedelta
+
+    from reportgen.ingest.identity import _Pair, _union
+    from reportgen.ingest.scan import Source
+    from reportgen.model import Evidence
+    t0 = datetime(2026, 12, 6, tzinfo=UTC)
+    sources = {"hf": Source("hf", "hf-trainer", "lr1e-2", Evidence("out/lr1e-2/trainer_state.json"), folder="out/lr1e-2")}
+    for key in ("w1", "w2"):
+        sources[key] = Source(key, "wandb", key, Evidence(f"wandb/{key}/run.wandb"), folder=f"wandb/{key}",
+                              dirs={"output_dir": "out/lr1e-2"})
+    pairs = [_Pair("hf", k, 2, "its output_dir configuration names out/lr1e-2/", "output-dir", (), True) for k in ("w1", "w2")]
+    spans = {"w1": (t0, t0 + timedelta(seconds=first_end)), "w2": (t0 + timedelta(seconds=second_start), t0 + timedelta(seconds=100))}
+    return _union(["hf", "w1", "w2"], pairs, sources, {}, spans)
+
+
+def test_successive_wandb_runs_naming_one_folder_are_its_records():
+    assert _spans_union(first_end=40, second_start=50) == [["hf", "w1", "w2"]]
+
+
+def test_counter_example_wandb_runs_naming_one_folder_that_overlap_are_not_one_run():
+    """Two processes alive at once are two runs, whatever folder they name: none is joined."""
+    assert _spans_union(first_end=60, second_start=50) == [["hf"], ["w1"], ["w2"]]

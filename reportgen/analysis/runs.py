@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ def _gpu_count(run: Run) -> tuple[int, str]:
     A machine's GPU count (W&B's metadata) is not used: a run may have seen GPUs it did not use."""
     printed = sorted((f.evidence, f.devices) for f in run.facts if f.devices)
     if printed:
-        (where, devices), *others = printed
+        where, devices = printed[0]
         line = f" line {where.line}" if where.line else ""
         return devices, f"{devices} GPU(s), the devices its training loop ran on ({where.path}{line})"
     for key in GPU_COUNT_KEYS:
@@ -98,23 +97,22 @@ class Machine:
     evidence: tuple[Evidence, ...]
 
 
+MACHINE_FIELDS = ("host", "gpu", "gpu_count", "devices", "exit_code")
+
+
 def machine(run: Run) -> Machine | None:
     """The machine facts of one run; None when no source records any."""
-    ordered = sorted(run.facts, key=lambda f: f.evidence)
+    found: dict[str, object] = {}
     evidence: list[Evidence] = []
-
-    def first(name: str):  # noqa: ANN202 - the field's own type
-        for facts in ordered:
-            if (value := getattr(facts, name)) is not None:
+    for facts in sorted(run.facts, key=lambda f: f.evidence):
+        for name in MACHINE_FIELDS:
+            if name not in found and (value := getattr(facts, name)) is not None:
+                found[name] = value
                 if facts.evidence not in evidence:
                     evidence.append(facts.evidence)
-                return value
+    if not found:
         return None
-
-    found = Machine(first("host"), first("gpu"), first("gpu_count"), first("devices"), first("exit_code"), ())
-    if not evidence:
-        return None
-    return dataclasses.replace(found, evidence=tuple(evidence))
+    return Machine(**{name: found.get(name) for name in MACHINE_FIELDS}, evidence=tuple(evidence))  # type: ignore[arg-type]
 
 
 def continuations(campaign: Campaign) -> dict[str, list[str]]:

@@ -42,7 +42,6 @@ from reportgen.ingest.scan import (
     Scan,
     Source,
     TextLog,
-    parents,
     read_all,
     recognise,
 )
@@ -120,11 +119,11 @@ def _pointers(scan: Scan) -> None:
 def _the_rest(scan: Scan) -> None:
     """Files of a run folder (weights, optimizer, tokenizer) are its output; others are not recognised."""
     for rel in sorted(set(scan.kinds) - scan.claimed):
-        key = scan.owner(rel)
-        if key is None:
+        folder = scan.owner_folder(rel)
+        if folder is None:
             scan.add(Reading([InputFile(rel, None)]))
         else:
-            folder = next(f for f in parents(rel) if scan.run_dirs.get(f) == key)
             note = f"not read: a file of the run folder {folder or '.'}/, listed as part of that run's output"
-            scan.add(Reading([InputFile(rel, scan.sources[key].format, records=1, notes=[note])]))
+            fmt = scan.sources[scan.run_dirs[folder]].format
+            scan.add(Reading([InputFile(rel, fmt, records=1, notes=[note])]))
         scan.done(rel)

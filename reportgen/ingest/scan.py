@@ -184,7 +184,12 @@ class Scan:
 
     def owner(self, rel: str) -> str | None:
         """The source whose run folder holds rel (the nearest)."""
-        return next((self.run_dirs[f] for f in parents(rel) if f in self.run_dirs), None)
+        folder = self.owner_folder(rel)
+        return None if folder is None else self.run_dirs[folder]
+
+    def owner_folder(self, rel: str) -> str | None:
+        """The nearest run folder that holds rel ('' is LOGS itself)."""
+        return next((f for f in parents(rel) if f in self.run_dirs), None)
 
     def name_of(self, folder: str) -> str:
         """The run name a folder proposes: its own name; LOGS itself is named after LOGS."""
