@@ -68,7 +68,7 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
         with during("drawing the run charts"):
             figures = run_charts(built.analysis)
         with during("writing the next campaign's plan"):
-            proposed = next_plan(reference, built.report)
+            proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
                    run_figures=figures, next_plan=proposed)
         writer.commit()

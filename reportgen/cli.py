@@ -184,11 +184,12 @@ def inspect(logs: Path, as_json: bool, quiet: bool) -> None:
     """
     import json
 
+    from reportgen.analysis import survey
     from reportgen.ingest import ingest
     from reportgen.render.inspect import build_inspect, render_text
 
     progress = Progress(quiet)
-    data = build_inspect(ingest(logs, progress=progress))
+    data = build_inspect(survey(ingest(logs, progress=progress)))
     progress.done()
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from functools import total_ordering
-from pathlib import PurePosixPath
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,10 +31,19 @@ def same_metric(name: str, column: str) -> bool:
     return name.startswith("eval_") and column == "eval/" + name.removeprefix("eval_")
 
 
+def _path_parts(path: str) -> tuple[str, ...]:
+    """PurePosixPath(path).parts, a Windows separator read as "/", without pathlib (a module of I/O
+    that the data model and the analysis do not import): the root ("/", or "//" as POSIX keeps it),
+    then the names, with empty and "." parts left out."""
+    path = path.replace("\\", "/")
+    root = ("//",) if path.startswith("//") and not path.startswith("///") else ("/",) if path.startswith("/") else ()
+    return root + tuple(part for part in path.split("/") if part not in ("", "."))
+
+
 def same_path(a: str, b: str) -> bool:
     """Whether two spellings name one checkpoint: equal, or the same last two path parts
     (a path on the training machine against the copy under LOGS)."""
-    pa, pb = PurePosixPath(a.replace("\\", "/")).parts, PurePosixPath(b.replace("\\", "/")).parts
+    pa, pb = _path_parts(a), _path_parts(b)
     if pa == pb:
         return True
     return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
@@ -62,6 +71,51 @@ def by_run(items: Iterable[T]) -> dict[str | None, list[T]]:
     return out
 
 
+class Status(StrEnum):
+    """How a run ended (docs/stops.md, "Run status"): decided from evidence only."""
+
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    INTERRUPTED = "interrupted"
+    UNKNOWN = "unknown"
+
+
+class StoppedBy(StrEnum):
+    """Who stopped a stopped run."""
+
+    SCRIPT = "script"  # a stop event the training script wrote
+    TRAINING_LOOP = "training loop"  # early stopping, or a training loop's own end short of its steps
+    STOP_RULE = "stop rule"  # one of the plan's stop rules, found in the logs by reportgen
+
+
+STOPPED_BY_LOOP = StoppedBy.TRAINING_LOOP
+
+
+class EventKind(StrEnum):
+    """A run's or a step's start or end as logged."""
+
+    START = "start"
+    END = "end"
+
+
+class WarningCode(StrEnum):
+    """What a warning of report.json is about (a closed list: tools may act on the code)."""
+
+    DAMAGED_INPUT = "damaged_input"  # a file has lines or records that could not be read
+    CONFIG_CHANGED = "config_changed"  # one run id or name used again with another configuration (R10)
+    SAME_CONFIG_ACROSS_VARIANTS = "same_config_across_variants"  # the variants do not differ in what ran
+    UNATTRIBUTED = "unattributed"  # a logged operation no run can be found for
+    TIME_REVERSED = "time_reversed"  # a run ends before it starts
+    NOT_IN_PLAN = "not_in_plan"  # a logged step, decision point, variant or stop rule the plan does not have
+    AMBIGUOUS_VARIANT = "ambiguous_variant"  # a run matches the patterns of several variants
+    PLAN_CHECK = "plan_check"  # what `reportgen check` says of the plan
+    UNLINKED_SOURCE = "unlinked_source"  # a captured log no evidence ties to a run
+    UNKNOWN_END = "unknown_end"  # no source says how a run ended
+    MISSING_DELIVERABLE = "missing_deliverable"  # planned, but no manifest lists it
+    LEFT_ON_MACHINE = "left_on_machine"  # checkpoints not copied off before the lot ended (R12)
+    NO_RESUMABLE_CHECKPOINT = "no_resumable_checkpoint"  # every checkpoint of a run lacks required state (R11)
+
+
 @total_ordering
 @dataclass(frozen=True)
 class Evidence:
@@ -80,9 +134,46 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class QuotedRecord:
+    """A cited record of a binary file (TensorBoard events) as reportgen read it: its step and values
+    (each metric as the file spells it), or why it was not read."""
+
+    step: int | None
+    values: tuple[tuple[str, float], ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Lines of one input file around cited lines, for the site's evidence pages (`unit` "line");
+    for a binary file, one cited record as reportgen read it (`unit` "record", its `records`)."""
+
+    first_line: int
+    lines: tuple[str, ...]  # as read; a line longer than reportgen quotes is kept to its start (see `cut`)
+    cited: frozenset[int]
+    unit: Literal["line", "record"] = "line"
+    records: tuple[QuotedRecord, ...] = ()
+    cut: frozenset[int] = frozenset()  # lines shown by their start only
+
+
+@dataclass(frozen=True)
 class Problem:
+    """What could not be read or does not add up. A damaged line of a file is listed under its
+    InputFile (`path` left out); a finding about the campaign names the file and line it cites."""
+
     line: int | None
     message: str
+    path: str | None = None
+    code: WarningCode | None = None  # a finding about the campaign: what kind of finding
+
+    @classmethod
+    def at(cls, where: Evidence | None, message: str, code: WarningCode) -> Problem:
+        """A finding about the campaign, citing `where` (None: it cites no file)."""
+        return cls(None if where is None else where.line, message, None if where is None else where.path, code)
+
+    @property
+    def evidence(self) -> Evidence | None:
+        return None if self.path is None else Evidence(self.path, self.line)
 
 
 @dataclass
@@ -123,7 +214,7 @@ class RunEvent:
     """A run's start or end as logged."""
 
     run: str
-    kind: str  # "start" | "end"
+    kind: EventKind
     at: datetime
     evidence: Evidence
     status: str | None = None
@@ -188,11 +279,10 @@ class LoggedStop:
     at: datetime | None  # None when the source keeps no times (a Trainer's trainer_state.json)
     evidence: Evidence
     step: int | None = None
-    by: str = "script"  # "script": a stop event the script wrote; "training loop": early stopping
+    by: StoppedBy = StoppedBy.SCRIPT
 
 
 # Who stopped a run: a plan rule (from the logs or logged by the script) or the training loop itself.
-STOPPED_BY_LOOP = "training loop"
 
 
 @dataclass
@@ -200,7 +290,7 @@ class StepMark:
     """The start or end of a schedule step (including human steps) as logged."""
 
     step_id: str
-    kind: str  # "start" | "end"
+    kind: EventKind
     at: datetime
     evidence: Evidence
     note: str | None = None
@@ -311,6 +401,32 @@ class ManifestEntry:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class FileReport:
+    """One path of a deliverable: where it resolves, its size and hash, and what is wrong with it."""
+
+    path: str
+    exists: bool = False
+    bytes: int | None = None
+    sha256: str | None = None
+    reloadable: str | None = None  # what the format-level check read, when it passed
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DeliverableCheck:
+    """What reading a deliverable's files found (reportgen.verify reads them; the analysis judges)."""
+
+    entry: ManifestEntry
+    files: list[FileReport]
+    reasons: list[str] = field(default_factory=list)  # every failed check, readable
+    ids: dict | None = None  # predictions: expected, found, missing, extra, duplicates
+
+    @property
+    def file_ok(self) -> bool:
+        return not self.reasons and all(not f.reasons for f in self.files)
+
+
 @dataclass(frozen=True)
 class Decision:
     """One identity decision: sources merged into a run, a continuation, an evaluation's training
@@ -382,7 +498,7 @@ class Campaign:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     messages: list[LogMessage] = field(default_factory=list)
     manifest: list[ManifestEntry] = field(default_factory=list)
-    problems: list[tuple[Evidence, str]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # about the campaign; a file's own are in inputs
     unlinked: list[UnlinkedSource] = field(default_factory=list)
     # Per file, the metrics read under another name than the file spells them (loss -> train/loss).
     spellings: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import yaml
@@ -22,7 +21,7 @@ from reportgen.boundary import MB, inside, open_file, read_file
 from reportgen.bounded import TooComplex, load_json, load_yaml
 from reportgen.errors import during
 from reportgen.lfs import lfs_pointer
-from reportgen.model import Campaign, ManifestEntry
+from reportgen.model import Campaign, DeliverableCheck, FileReport, ManifestEntry
 from reportgen.plan.schema import Plan
 from reportgen.probe import Invalid, check_safetensors, check_zip
 
@@ -32,30 +31,6 @@ COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 MAX_READ = 512 << 20  # files larger than this are hashed but not parsed
-
-
-@dataclass
-class FileReport:
-    """One path of a deliverable: where it resolves, its size and hash, and what is wrong with it."""
-
-    path: str
-    exists: bool = False
-    bytes: int | None = None
-    sha256: str | None = None
-    reloadable: str | None = None  # what the format-level check read, when it passed
-    reasons: list[str] = field(default_factory=list)
-
-
-@dataclass
-class DeliverableCheck:
-    entry: ManifestEntry
-    files: list[FileReport]
-    reasons: list[str] = field(default_factory=list)  # every failed check, readable
-    ids: dict | None = None  # predictions: expected, found, missing, extra, duplicates
-
-    @property
-    def file_ok(self) -> bool:
-        return not self.reasons and all(not f.reasons for f in self.files)
 
 
 def temp_root(path: str) -> str | None:

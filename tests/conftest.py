@@ -85,3 +85,11 @@ def event_log(tmp_path: Path, clock: FakeClock):
         return EventLog(tmp_path / "logs" / name, run=run, clock=clock)
 
     return make
+
+
+def inspect_of(campaign):
+    """`reportgen inspect --json` of an ingested campaign."""
+    from reportgen.analysis import survey
+    from reportgen.render.inspect import build_inspect
+
+    return build_inspect(survey(campaign))

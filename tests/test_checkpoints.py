@@ -71,15 +71,22 @@ def test_sample_checkpoints_carry_costs_reload_tests_and_location(sample):
 def test_sample_save_interval_comes_from_the_measured_saves_and_the_observed_interruptions(sample):
     checkpoints = sample["checkpoints"]
     interval = checkpoints["interval"]
+    # The 14 saves the sample logged, in seconds: the median C is the mean of the 7th and 8th,
+    # (31.7 + 32.1) / 2 = 31.9 s.
     saves = sorted(c["save_s"] for c in checkpoints["items"] if c["save_s"] is not None)
-    assert interval["saves_measured"] == len(saves) == 14
-    assert interval["save_cost_s"] == pytest.approx((saves[6] + saves[7]) / 2)
-    interrupted = [r for r in sample["runs"] if r["status"] == "interrupted"]
-    assert interval["interruptions"] == len(interrupted) == 2
-    assert interval["mean_hours_between_interruptions"] == pytest.approx(sample["run_time"]["gpu_hours"] / 2, abs=1e-3)
-    expected = young(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600) / 60
-    assert checkpoints["recommended_interval_minutes"] == pytest.approx(expected, abs=0.05)
-    assert interval["daly_s"] == pytest.approx(daly(interval["save_cost_s"], interval["mean_hours_between_interruptions"] * 3600), abs=0.01)
+    assert saves == [30.2, 30.4, 30.7, 31.1, 31.5, 31.6, 31.7, 32.1, 32.2, 32.6, 33.0, 34.0, 34.6, 35.6]
+    assert interval["saves_measured"] == 14 and interval["save_cost_s"] == 31.9
+    # Two interruptions (lora-r16-1 out of memory, eval-all-1 killed) in the runs' 34.5899 GPU h:
+    # M = 34.5899 / 2 = 17.29495 h = 62,261.82 s.
+    assert sorted(r["id"] for r in sample["runs"] if r["status"] == "interrupted") == ["eval-all-1", "lora-r16-1"]
+    assert interval["interruptions"] == 2 and sample["run_time"]["gpu_hours"] == 34.5899
+    assert interval["mean_hours_between_interruptions"] == pytest.approx(17.295, abs=1e-3)
+    # Young: sqrt(2 x 31.9 x 62,261.82) = sqrt(3,972,304) = 1,993.06 s = 33.2 min.
+    assert interval["young_s"] == pytest.approx(1993.06, abs=0.01)
+    assert checkpoints["recommended_interval_minutes"] == 33.2
+    # Daly: C / 2M = 31.9 / 124,523.64 = 0.00025618; 1,993.06 x (1 + sqrt(0.00025618) / 3 + 0.00025618 / 9) - 31.9
+    #     = 1,993.06 x 1.0053638 - 31.9 = 2,003.75 - 31.9 = 1,971.85 s.
+    assert interval["daly_s"] == pytest.approx(1971.85, abs=0.01)
     assert checkpoints["interval_basis"].startswith("Young (1974)") and "median of 14 measured saves" in checkpoints["interval_basis"]
     assert "Daly's (2006) refinement gives" in checkpoints["interval_basis"]
     assert interval["planned_minutes"] == 30
@@ -97,7 +104,7 @@ def test_sample_calendar_adds_up_per_run_and_in_total(sample):
 
 def test_trainer_checkpoints_are_resumable_and_the_final_adapter_folder_is_not(sample_plan_data):
     analysis = analyse(Plan.model_validate(sample_plan_data), ingest(FIXTURES / "hf"))
-    checks = {(c.step, c.final): c for c in analysis.checkpoints["hf-clean"]}
+    checks = {(c.step, c.final): c for c in analysis.checkpoints.by_run["hf-clean"]}
     last = checks[(30, False)]
     assert last.resumable(REQUIRED) is True
     assert last.resume_basis["optimizer"] == "optimizer.pt present"
@@ -107,12 +114,12 @@ def test_trainer_checkpoints_are_resumable_and_the_final_adapter_folder_is_not(s
     assert final.resumable(REQUIRED) is False and final.lacking(REQUIRED) == ["optimizer", "scheduler", "rng"]
     assert final.resume_basis["optimizer"] == "no optimizer.pt"
     # A killed run has no final folder: its last checkpoint is what resumes it.
-    assert all(not c.final for c in analysis.checkpoints["hf-killed"])
+    assert all(not c.final for c in analysis.checkpoints.by_run["hf-killed"])
 
 
 def test_lightning_checkpoint_resume_state_says_what_decided_it(sample_plan_data):
     analysis = analyse(Plan.model_validate(sample_plan_data), ingest(FIXTURES / "lightning"))
-    first = analysis.checkpoints["pl-clean/version_0"][0]
+    first = analysis.checkpoints.by_run["pl-clean/version_0"][0]
     assert first.resume_state["optimizer"] is True and first.resume_basis["optimizer"] == "key optimizer_states"
     assert first.resume_state["rng"] is False and "only through a callback" in first.resume_basis["rng"]
     assert first.resume_basis["data_position"] == "saved mid-epoch without the data loader's state"
@@ -186,14 +193,14 @@ def test_benchmark_records_in_csv_are_attached_to_the_checkpoint_they_name(tmp_p
     assert info.format == "checkpoint-bench" and info.records == 4 and info.skipped == 1
     assert info.problems[0].line == 5 and "ISO 8601" in info.problems[0].message
     analysis = analyse(Plan.model_validate(sample_plan_data), campaign)
-    check = analysis.checkpoints["r-1"][0]
+    check = analysis.checkpoints.by_run["r-1"][0]
     assert [op.seconds for op in check.saves] == [30.0]  # the logged save; the benchmark save is the same checkpoint
     assert check.transfers[0].seconds == 41.0 and check.transfers[0].run == "r-1"
     test = check.reload_tests[0]
     assert test.ok and test.new_process is True  # process 5230 reloaded what process 4121 saved
     # The save of an unknown checkpoint is counted in the save cost but attributed to no run, and said so.
-    assert analysis.interval.save_count == 3
-    assert any("elsewhere/checkpoint-7" in message and "give the record a 'run'" in message for _, message in analysis.problems)
+    assert analysis.checkpoints.interval.save_count == 3
+    assert any("elsewhere/checkpoint-7" in p.message and "give the record a 'run'" in p.message for p in analysis.problems)
 
 
 def test_benchmark_records_in_jsonl_with_bad_lines_reported(tmp_path, event_log, clock, sample_plan_data):
@@ -210,7 +217,7 @@ def test_benchmark_records_in_jsonl_with_bad_lines_reported(tmp_path, event_log,
     assert [p.line for p in info.problems] == [2, 3, 4, 5]
     assert "needs 'ok'" in info.problems[0].message and "the last line is cut off" in info.problems[3].message
     analysis = analyse(Plan.model_validate(sample_plan_data), campaign)
-    check = analysis.checkpoints["r-1"][0]
+    check = analysis.checkpoints.by_run["r-1"][0]
     assert check.resumable(REQUIRED) is False and "does not match" in check.failed_reload().message
 
 

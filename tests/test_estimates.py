@@ -229,8 +229,8 @@ def test_the_draft_plan_keeps_windows_line_endings_and_leaves_flow_style_hours(t
     path.write_bytes(text.replace("\n", "\r\n").encode())
     plan = load_plan(path)
     assert [s.id for s in plan.plan.schedule.steps][:2] == ["prep-env", "data-check"]
-    report = prepare(SAMPLE_LOGS, path).report
-    draft = next_plan(plan, report)
+    analysis = prepare(SAMPLE_LOGS, path).analysis
+    draft = next_plan(plan, analysis.plan.campaign.id, analysis.next)
     assert "\r\n" in draft and "\n" not in draft.replace("\r\n", "")
     assert "hours: 3.7  # next estimate" in draft and "; was: prep" in draft
     assert "left as planned: data-check" in draft

@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import broken_links
+from conftest import broken_links, inspect_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.cli import cli
 from reportgen.ingest import ingest, tensorboard, textlog
 from reportgen.ingest.torchfile import Opaque, scan
-from reportgen.render.inspect import build_inspect
 from reportgen.render.site import anchor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
@@ -50,9 +49,10 @@ EXPECTED_STATUS = {
 }
 
 
+
 @pytest.fixture(scope="module")
 def inspected() -> dict:
-    return build_inspect(ingest(FIXTURES))
+    return inspect_of(ingest(FIXTURES))
 
 
 def runs_of(data: dict) -> dict[str, dict]:
@@ -234,7 +234,7 @@ def test_cut_off_trainer_state_keeps_complete_entries(tmp_path):
     folder.mkdir(parents=True)
     cut_at = source.index('"step": 20')
     (folder / "trainer_state.json").write_text(source[:cut_at])
-    data = build_inspect(ingest(tmp_path / "logs"))
+    data = inspect_of(ingest(tmp_path / "logs"))
     run = runs_of(data)["cut-run"]
     assert run["status"] == "interrupted"
     assert run["last_step"] == 15  # the last complete entry before the cut (step 20 is cut)
@@ -322,7 +322,7 @@ def test_older_trainer_state_layout_with_infinity_is_read(tmp_path):
     text = json.dumps(state, indent=2)
     assert "Infinity" in text  # a bare literal, as Python's json writes it
     (folder / "trainer_state.json").write_text(text)
-    run = runs_of(build_inspect(ingest(tmp_path / "logs")))["old-run"]
+    run = runs_of(inspect_of(ingest(tmp_path / "logs")))["old-run"]
     assert run["status"] == "completed" and (run["first_step"], run["last_step"]) == (5, 30)
     assert [(w["metric"], w["step"]) for w in run["non_finite"]] == [("grad_norm", state["log_history"][2]["step"])]
 
@@ -335,7 +335,7 @@ def test_an_mlflow_run_named_like_a_trainer_folder_is_the_same_run(tmp_path):
         db.execute("update runs set name = 'hf-clean' where name = 'ml-clean'")
         db.execute("update tags set value = 'hf-clean' where key = 'mlflow.runName' and value = 'ml-clean'")
         db.execute("delete from metrics where run_uuid = ?", (uuid,))  # no value to contradict the name
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert "ml-clean" not in runs
     merged = runs["hf-clean"]
     assert merged["formats"] == ["hf-trainer", "mlflow-sqlite", "tensorboard", "text-log"]
@@ -352,7 +352,7 @@ def test_an_mlflow_run_named_like_a_folder_whose_values_differ_stays_apart(tmp_p
     with sqlite3.connect(logs / "mlflow" / "mlflow.db") as db:
         db.execute("update runs set name = 'hf-clean' where name = 'ml-clean'")
         db.execute("update tags set value = 'hf-clean' where key = 'mlflow.runName' and value = 'ml-clean'")
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert "mlflow-sqlite" not in runs["hf-clean"]["formats"]  # its loss at steps 5-30 is not the Trainer's
     apart = [r for r in runs.values() if r["id"].startswith("hf-clean-")]
     assert len(apart) == 1 and apart[0]["formats"] == ["mlflow-sqlite"]
@@ -364,7 +364,7 @@ def test_a_traceback_in_a_run_folder_interrupts_that_run(tmp_path):
     (folder / "train.log").write_text(
         "step 1 loss 2.3\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
         "    batch = next(it)\nKeyError: 'input_ids'\n")
-    data = build_inspect(ingest(tmp_path / "logs"))
+    data = inspect_of(ingest(tmp_path / "logs"))
     run = runs_of(data)["run-a"]
     assert run["status"] == "interrupted" and run["status_reason"] == "KeyError: 'input_ids'"
     assert run["status_evidence"] == [{"path": "run-a/train.log", "line": 5}]
@@ -383,14 +383,14 @@ def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
         uuid = db.execute("select run_uuid from runs where name = 'ml-killed'").fetchone()[0]
         db.execute("update runs set name = 'ml-clean' where name = 'ml-killed'")
         db.execute("update tags set value = 'ml-clean' where key = 'mlflow.runName' and value = 'ml-killed'")
-    inspected = build_inspect(ingest(logs))
+    inspected = inspect_of(ingest(logs))
     runs = runs_of(inspected)
     assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
     assert {r["status"] for r in runs.values()} == {"completed", "unknown"}  # the killed one is still RUNNING
     assert not any("R10" in p["message"] for p in inspected["problems"])  # the same parameters: a repeat
     with sqlite3.connect(logs / "mlflow.db") as db:
         db.execute("update params set value = '0.01' where key = 'lr' and run_uuid = ?", (uuid,))
-    problems = [p for p in build_inspect(ingest(logs))["problems"] if "R10" in p["message"]]
+    problems = [p for p in inspect_of(ingest(logs))["problems"] if "R10" in p["message"]]
     assert len(problems) == 1 and problems[0]["path"] == "mlflow.db"
     assert f"used again by run {uuid} with different parameters" in problems[0]["message"]
 
@@ -403,7 +403,7 @@ def test_a_log_naming_the_checkpoint_it_restored_links_the_runs(tmp_path):
         "Restoring states from the checkpoint path at /mnt/jobs/run-1/checkpoint-20\n"
         "step 25/30\nstep 30/30\n"
         "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
-    data = build_inspect(ingest(logs))
+    data = inspect_of(ingest(logs))
     runs = runs_of(data)
     assert runs["run-2"]["resumes"] == "run-1"
     assert runs["run-2"]["status"] == "completed"
@@ -420,7 +420,7 @@ def test_a_log_with_no_steps_beside_no_run_is_not_a_run(tmp_path):
     (logs / "run-2" / "train.log").write_text(
         "Restoring states from the checkpoint path at /mnt/jobs/run-1/checkpoint-20\n"
         "{'train_runtime': '0.4', 'train_loss': '3.9', 'epoch': '0.46'}\n")
-    data = build_inspect(ingest(logs))
+    data = inspect_of(ingest(logs))
     assert sorted(runs_of(data)) == ["run-1"]
     assert [u["path"] for u in data["unlinked_sources"]] == ["run-2/train.log"]
     assert [m["kind"] for m in data["unlinked_sources"][0]["messages"]] == ["resumed", "finished"]
@@ -441,7 +441,7 @@ def test_any_file_cut_or_damaged_anywhere_never_crashes_ingest(tmp_path_factory,
     target = logs / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(bytes(data))
-    build_inspect(ingest(logs))
+    inspect_of(ingest(logs))
 
 
 def test_a_logs_folder_that_is_one_run_is_named_after_the_folder(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import inspect_of
 
 from reportgen.analysis import analyse
 from reportgen.analysis.checkpoints import run_checkpoints
@@ -23,7 +24,6 @@ from reportgen.cli import cli
 from reportgen.ingest import ingest
 from reportgen.ingest.identity import config_id
 from reportgen.plan.schema import Plan
-from reportgen.render.inspect import build_inspect
 
 CAMPAIGNS = Path(__file__).parent / "fixtures" / "campaigns"
 LIGHTNING = CAMPAIGNS / "lightning-loggers"
@@ -48,12 +48,12 @@ def copy_without(source: Path, target: Path, *left_out: str) -> Path:
 
 @pytest.fixture(scope="module")
 def lightning() -> dict:
-    return build_inspect(ingest(LIGHTNING))
+    return inspect_of(ingest(LIGHTNING))
 
 
 @pytest.fixture(scope="module")
 def trainer() -> dict:
-    return build_inspect(ingest(TRAINER))
+    return inspect_of(ingest(TRAINER))
 
 
 # --- Lightning: CSVLogger and TensorBoardLogger in one Trainer, five versions -----------------
@@ -75,7 +75,7 @@ def test_a_csv_version_and_a_tensorboard_version_of_equal_values_stay_apart_with
     equal; with version_0's events and version_4's metrics.csv gone, nothing but the values ties the
     remaining two, and they are not merged."""
     logs = copy_without(LIGHTNING, tmp_path / "logs", f"tb_logs/{V(0)}", V(4))
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert runs[V(0)]["formats"] == ["lightning-csv"]
     assert runs[V(4)]["formats"] == ["lightning-csv", "tensorboard"]
     assert "same-values" not in rules(runs[V(0)], "merged")
@@ -99,7 +99,7 @@ def test_clean_versions_are_completed_and_the_continued_one_interrupted(lightnin
 
 def test_a_continuation_is_found_by_its_steps_when_no_log_says_so(tmp_path):
     logs = copy_without(LIGHTNING, tmp_path / "logs", "killed.log")
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert runs[V(3)]["resumes"] == V(1)
     assert rules(runs[V(3)], "resumes") == ["step-continuity"]
     assert "follows lightning_logs/version_1's checkpoint at step 100" in runs[V(3)]["identity"][-1]["text"]
@@ -192,7 +192,7 @@ def test_a_second_events_file_of_the_same_process_is_not_a_restart(trainer):
 
 def test_an_older_trainer_folder_at_max_steps_is_completed(tmp_path):
     logs = copy_without(TRAINER, tmp_path / "logs", "logs/older.log")
-    older = runs_of(build_inspect(ingest(logs)))["older"]
+    older = runs_of(inspect_of(ingest(logs)))["older"]
     assert older["status"] == "completed"
     assert "global_step 30 reached max_steps 30" in older["status_reason"]
 
@@ -200,7 +200,7 @@ def test_an_older_trainer_folder_at_max_steps_is_completed(tmp_path):
 def test_a_checkpoint_only_folder_short_of_max_steps_is_unknown_not_interrupted(tmp_path):
     """Counter-example: with its last checkpoint gone, nothing says how the run ended."""
     logs = copy_without(TRAINER, tmp_path / "logs", "logs/older.log", "out/older/checkpoint-30")
-    older = runs_of(build_inspect(ingest(logs)))["older"]
+    older = runs_of(inspect_of(ingest(logs)))["older"]
     assert older["status"] == "unknown"
     assert "the last state is at step 20 of 30" in older["status_reason"]
 
@@ -210,7 +210,7 @@ def test_an_evaluation_run_at_no_training_run_s_last_step_is_not_attached(tmp_pa
     with sqlite3.connect(logs / "mlflow.db") as db:
         db.execute("update metrics set step = 12 where run_uuid in (select run_uuid from runs where run_uuid not in "
                    "(select run_uuid from params))")
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     evaluations = [r for r in runs.values() if r["kind"] == "evaluation"]
     assert len(evaluations) == 2 and all(r["evaluates"] is None for r in evaluations)
 
@@ -220,9 +220,9 @@ def test_a_trainer_state_cut_off_mid_file_is_a_cut_and_no_reason_says_step_none(
     state = logs / "checkpoint-20" / "trainer_state.json"
     text = state.read_text()
     state.write_text(text[:text.index('"log_history"') + 300])  # the writer died inside log_history
-    run = runs_of(build_inspect(ingest(tmp_path / "logs")))["killed"]
+    run = runs_of(inspect_of(ingest(tmp_path / "logs")))["killed"]
     assert run["status"] == "interrupted" and "cut off mid-record" in run["status_reason"]
-    for data in (trainer, lightning, build_inspect(ingest(tmp_path / "logs"))):
+    for data in (trainer, lightning, inspect_of(ingest(tmp_path / "logs"))):
         assert not any("step None" in r["status_reason"] for r in data["runs"])
 
 
@@ -279,7 +279,7 @@ def test_a_variant_whose_completed_run_has_no_quality_value_is_not_evaluated(sam
 # --- Git LFS pointers ---------------------------------------------------------------------------
 
 def test_git_lfs_pointers_are_named_and_never_read_as_the_file():
-    data = build_inspect(ingest(CAMPAIGNS / "lfs-clone"))
+    data = inspect_of(ingest(CAMPAIGNS / "lfs-clone"))
     pointers = [i for i in data["inputs"] if i["format"] == "git-lfs-pointer"]
     assert len(pointers) == 25
     messages = [p["message"] for i in data["inputs"] for p in i["problems"]]
@@ -299,7 +299,7 @@ def test_a_tensorboard_file_that_is_a_git_lfs_pointer_is_named_as_one_and_makes_
     pointer = next((CAMPAIGNS / "lfs-clone").rglob("events.out.tfevents.*"))
     (tmp_path / "tb" / "exp1").mkdir(parents=True)
     shutil.copyfile(pointer, tmp_path / "tb" / "exp1" / pointer.name)
-    data = build_inspect(ingest(tmp_path))
+    data = inspect_of(ingest(tmp_path))
     (info,) = data["inputs"]
     assert info["format"] == "git-lfs-pointer" and info["records"] == 0
     assert info["problems"][0]["message"].startswith("a Git LFS pointer, not the file (354 bytes")
@@ -313,7 +313,7 @@ def test_counter_example_a_real_event_file_in_the_same_place_is_read_as_events(t
     real = next((CAMPAIGNS / "trainer-tb-only").rglob("events.out.tfevents.*"))
     (tmp_path / "tb" / "exp1").mkdir(parents=True)
     shutil.copyfile(real, tmp_path / "tb" / "exp1" / real.name)
-    data = build_inspect(ingest(tmp_path))
+    data = inspect_of(ingest(tmp_path))
     assert [i["format"] for i in data["inputs"]] == [TB]
 
 
@@ -332,7 +332,7 @@ def test_a_deliverable_that_is_a_git_lfs_pointer_is_not_a_verified_output(tmp_pa
 def test_tensorboard_events_outside_the_output_folder_join_it_by_the_trainer_s_arguments():
     """The Trainer writes its TrainingArguments into its events (the text summary "args"): their
     output_dir names the folder, so tb/<name> and out/<name> are one run, not two."""
-    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))
+    runs = runs_of(inspect_of(ingest(CAMPAIGNS / "trainer-tb-outside")))
     assert sorted(r for r, run in runs.items() if run["kind"] == "training") == ["es-nostop", "es-stop"]
     for name in ("es-nostop", "es-stop"):
         assert runs[name]["formats"][:2] == ["hf-trainer", "tensorboard"]
@@ -343,7 +343,7 @@ def test_tensorboard_events_outside_the_output_folder_join_it_by_the_trainer_s_a
 def test_early_stopping_between_two_saves_is_still_a_stop_by_the_training_loop():
     """The saved state shows the counter of the last checkpoint (1 of 2): the stop is read from training
     ending with its summary short of max_steps while the callback was configured."""
-    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))
+    runs = runs_of(inspect_of(ingest(CAMPAIGNS / "trainer-tb-outside")))
     assert runs["es-stop"]["status"] == "stopped"
     assert runs["es-stop"]["status_reason"].startswith("EarlyStoppingCallback stopped training at step 9 of 30")
     assert runs["es-nostop"]["status"] == "completed"  # counter-example: the callback configured, max_steps reached
@@ -351,7 +351,7 @@ def test_early_stopping_between_two_saves_is_still_a_stop_by_the_training_loop()
 
 def test_an_evaluation_in_a_process_of_its_own_is_an_evaluation_run():
     """Its events hold eval/* and the progress counter train/epoch: a counter is not training."""
-    run = runs_of(build_inspect(ingest(CAMPAIGNS / "trainer-tb-outside")))["es-nostop-eval"]
+    run = runs_of(inspect_of(ingest(CAMPAIGNS / "trainer-tb-outside")))["es-nostop-eval"]
     assert run["kind"] == "evaluation" and run["evaluates"] is None  # step 0: no training run ended there
 
 
@@ -360,21 +360,21 @@ def test_an_evaluation_in_a_process_of_its_own_is_an_evaluation_run():
 def test_a_resume_into_its_own_folder_is_no_continuation_of_a_repeat():
     """run-a was killed at 33 and resumed from its own step-30 checkpoint into the same folder; run-b has
     the same hyperparameters and ran afterwards: run-a does not continue run-b."""
-    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "lightning-own-version")))
+    runs = runs_of(inspect_of(ingest(CAMPAIGNS / "lightning-own-version")))
     assert runs["run-a"]["resumes"] is None and runs["run-b"]["resumes"] is None
     assert "its own checkpoint" in next(d["text"] for d in runs["run-a"]["identity"] if d["decision"] == "separate")
 
 
 def test_a_resume_into_its_own_folder_is_found_by_its_steps_without_its_log(tmp_path):
     logs = copy_without(CAMPAIGNS / "lightning-own-version", tmp_path / "logs", "logs")
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert runs["run-a"]["resumes"] is None
     assert any(d["rule"] == "step-continuity" and "resumed in its own folder" in d["text"]
                for d in runs["run-a"]["identity"])
 
 
 def test_a_log_appended_by_several_versions_is_split_by_their_start_times():
-    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "lightning-appended")))
+    runs = runs_of(inspect_of(ingest(CAMPAIGNS / "lightning-appended")))
     for n in range(3):
         assert rules(runs[V(n)], "linked") == ["session-order"]
     assert runs[V(1)]["status"] == "stopped" and "Signaling Trainer to stop" in runs[V(1)]["status_reason"]
@@ -386,7 +386,7 @@ def test_a_log_appended_by_several_versions_without_their_times_is_not_split_by_
     logs = copy_without(CAMPAIGNS / "lightning-appended", tmp_path / "logs",
                         *(f"lightning_logs/version_{n}/{e.name}" for n in range(3)
                           for e in (CAMPAIGNS / "lightning-appended" / f"lightning_logs/version_{n}").glob("events.*")))
-    data = build_inspect(ingest(logs))
+    data = inspect_of(ingest(logs))
     assert [u["path"] for u in data["unlinked_sources"]] == ["lightning_logs/train.log"] * 3
     assert runs_of(data)[V(1)]["status"] == "unknown"
 
@@ -394,7 +394,7 @@ def test_a_log_appended_by_several_versions_without_their_times_is_not_split_by_
 # --- logs of a loop of its own; an MLflow sweep's parent -------------------------------------
 
 def test_clock_timed_step_lines_make_a_run_of_their_own_with_its_times():
-    runs = runs_of(build_inspect(ingest(CAMPAIGNS / "plain-prints")))
+    runs = runs_of(inspect_of(ingest(CAMPAIGNS / "plain-prints")))
     assert (runs["baseline"]["first_step"], runs["baseline"]["last_step"]) == (1, 40)
     assert runs["baseline"]["started_at"] is not None and runs["baseline"]["last_seen_at"] is not None
     assert runs["wide"]["status"] == "interrupted" and runs["wide"]["last_step"] == 25
@@ -409,7 +409,7 @@ def test_an_mlflow_sweep_parent_that_logged_nothing_is_not_a_run(tmp_path):
         children = [r[0] for r in db.execute("select run_uuid from runs where run_uuid != ? limit 2", (parent,))]
         db.executemany("insert into tags (key, value, run_uuid) values ('mlflow.parentRunId', ?, ?)",
                        [(parent, child) for child in children])
-    data = build_inspect(ingest(logs))
+    data = inspect_of(ingest(logs))
     assert not any(r["id"].startswith("rambunctious") and r["first_step"] is None for r in data["runs"])
     apart = [u for u in data["unlinked_sources"] if u["path"] == "mlflow.db"]
     assert len(apart) == 1 and "holds 2 nested runs and logged no metric of its own" in apart[0]["reason"]
@@ -419,7 +419,7 @@ def test_a_restart_into_the_same_output_dir_is_one_run_with_both_its_mlflow_runs
     """Killed at step 17 and resumed with resume_from_checkpoint=True into the same folder: MLflow holds
     two runs of one output_dir, one after the other; they are the two processes of the folder's one run
     (counter-example to 'one record per logger', which keeps two records of one time span apart)."""
-    data = build_inspect(ingest(CAMPAIGNS / "trainer-restart"))
+    data = inspect_of(ingest(CAMPAIGNS / "trainer-restart"))
     runs = runs_of(data)
     assert sorted(runs) == ["lr1e-2"]
     assert runs["lr1e-2"]["status"] == "completed"
@@ -433,7 +433,7 @@ def test_a_log_beside_a_run_of_its_own_log_joins_that_run(tmp_path):
     folder.mkdir(parents=True)
     shutil.copyfile(CAMPAIGNS / "plain-prints" / "logs" / "baseline.log", folder / "stderr.log")
     (folder / "stdout.log").write_text("loading data\nTraceback (most recent call last):\n  File \"t.py\", line 3\nOSError: disk full\n")
-    runs = runs_of(build_inspect(ingest(tmp_path / "logs")))
+    runs = runs_of(inspect_of(ingest(tmp_path / "logs")))
     assert sorted(runs) == ["exp8"]
     assert rules(runs["exp8"], "linked") == ["only-run-below"]
     assert runs["exp8"]["status"] == "interrupted"  # the crash is in stdout.log
@@ -449,7 +449,7 @@ TB_ONLY = CAMPAIGNS / "trainer-tb-only"
 def test_loggers_named_apart_are_one_run_by_their_version_number():
     """CSVLogger(name="csv") and TensorBoardLogger(name="tb"): csv/version_N and tb/version_N of one fit.
     version_3 repeats version_0 (same configuration and seed, equal values): the number keeps them apart."""
-    runs = runs_of(build_inspect(ingest(NAMED)))
+    runs = runs_of(inspect_of(ingest(NAMED)))
     assert sorted(runs) == [f"csv/version_{n}" for n in range(4)]
     for n in range(4):
         run = runs[f"csv/version_{n}"]
@@ -461,7 +461,7 @@ def test_loggers_named_apart_are_one_run_by_their_version_number():
 
 
 def test_a_continuation_names_the_step_it_resumed_from_not_its_first_logged_one():
-    runs = runs_of(build_inspect(ingest(NAMED)))
+    runs = runs_of(inspect_of(ingest(NAMED)))
     assert runs["csv/version_2"]["resumed_at_step"] == 100  # last.ckpt; its first logged step is later
     assert runs["csv/version_1"]["status"] == "interrupted"
     assert runs["csv/version_1"]["status_reason"].endswith("csv/version_2 continues it from its checkpoint at step 100")
@@ -488,7 +488,7 @@ def test_a_trainer_continuation_gives_back_the_history_it_copied(trainer):
 def test_two_loggers_in_one_folder_are_one_run_by_neighbouring_versions():
     """Both loggers in lightning_logs/: each fit takes two numbers (0+1, 2+3, 4+5); the third fit repeats
     the first, so versions 0, 1, 4 and 5 hold equal values and one configuration."""
-    runs = runs_of(build_inspect(ingest(ONE_ROOT)))
+    runs = runs_of(inspect_of(ingest(ONE_ROOT)))
     assert sorted(runs) == [V(0), V(2), V(4)]
     for n in (0, 2, 4):
         assert any(s.startswith(f"{V(n + 1)}/events.out.tfevents.") for s in runs[V(n)]["sources"])
@@ -499,7 +499,7 @@ def test_two_loggers_in_one_folder_are_one_run_by_neighbouring_versions():
 def test_equal_values_in_versions_that_are_not_neighbours_stay_two_runs(tmp_path):
     """Counter-example: without version_1 (the first fit's events) and version_4 (the repeat's metrics.csv),
     version_0 and version_5 hold equal values and one configuration, but nothing else ties them."""
-    runs = runs_of(build_inspect(ingest(copy_without(ONE_ROOT, tmp_path / "logs", V(1), V(4)))))
+    runs = runs_of(inspect_of(ingest(copy_without(ONE_ROOT, tmp_path / "logs", V(1), V(4)))))
     assert sorted(runs) == [V(0), V(2), V(5)]
     assert runs[V(0)]["formats"] == ["lightning-csv"] and runs[V(5)]["formats"] == ["lightning-csv", "tensorboard"]
 
@@ -507,7 +507,7 @@ def test_equal_values_in_versions_that_are_not_neighbours_stay_two_runs(tmp_path
 def test_tensorboard_in_the_trainer_s_default_folder_is_that_folder_s_run():
     """save_strategy="no" and no save_state(): out/nosave/runs/<date>_<host> holds the only records; its
     logged arguments name out/nosave, and the final summary at max_steps says it completed."""
-    runs = runs_of(build_inspect(ingest(TB_ONLY)))
+    runs = runs_of(inspect_of(ingest(TB_ONLY)))
     assert sorted(runs) == ["baseline-try1", "baseline-try2", "big-batch", "crashy", "huge-batch", "nosave", "retry"]
     assert runs["nosave"]["status"] == "completed"
     assert "final training summary (train/train_runtime) is at step 25, max_steps 25" in runs["nosave"]["status_reason"]
@@ -517,7 +517,7 @@ def test_a_trainer_summary_short_of_max_steps_is_a_stop_by_the_training_loop(tmp
     """The events of an early-stopped run without its output folder: the summary at step 9 of 30."""
     logs = tmp_path / "logs"
     shutil.copytree(CAMPAIGNS / "trainer-tb-outside" / "tb" / "es-stop", logs / "tb" / "es-stop")
-    runs = runs_of(build_inspect(ingest(logs)))
+    runs = runs_of(inspect_of(ingest(logs)))
     assert sorted(runs) == ["es-stop"]  # its output_dir (out/es-stop) holds no events: no folder to name it
     assert runs["es-stop"]["status"] == "stopped"
     assert "is at step 9 of max_steps 30: the training loop stopped itself" in runs["es-stop"]["status_reason"]
@@ -532,7 +532,7 @@ def test_a_path_names_a_folder_only_by_its_last_parts():
 
 
 def test_a_log_whose_printed_values_are_one_run_s_joins_it_and_its_crash_ends_it():
-    runs = runs_of(build_inspect(ingest(TB_ONLY)))
+    runs = runs_of(inspect_of(ingest(TB_ONLY)))
     assert rules(runs["crashy"], "linked") == ["printed-values"]
     assert runs["crashy"]["status"] == "interrupted"
     assert "OutOfMemoryError" in runs["crashy"]["status_reason"]
@@ -542,7 +542,7 @@ def test_a_log_whose_printed_values_are_one_run_s_joins_it_and_its_crash_ends_it
 def test_a_log_appended_by_two_repeats_is_split_and_each_process_goes_to_its_run():
     """baseline-try1 and -try2 run one configuration and seed one after the other into nohup.out: their
     losses are equal, the runtimes each printed in its final summary are its own."""
-    data = build_inspect(ingest(TB_ONLY))
+    data = inspect_of(ingest(TB_ONLY))
     runs = runs_of(data)
     linked = {name: next(d for d in runs[name]["identity"] if d["decision"] == "linked")
               for name in ("baseline-try1", "baseline-try2")}
@@ -601,7 +601,7 @@ def checkpoints_by_run(data: dict, folder: str) -> dict[str, list[str]]:
 def test_checkpoints_saved_outside_the_version_folders_go_to_the_runs_that_saved_them():
     """ModelCheckpoint(dirpath=ckpts/<name>): big is killed at step 45 and continued from step 40 into a new
     version, saving into the same folder; twin-a and twin-b are one configuration and seed in one folder."""
-    data = build_inspect(ingest(DIRPATH))
+    data = inspect_of(ingest(DIRPATH))
     runs = runs_of(data)
     assert sorted(runs) == [V(n) for n in range(5)]  # ckpts/small, ckpts/big, ckpts/twin are no runs
     assert checkpoints_by_run(data, "ckpts/small/") == {V(0): [
@@ -618,7 +618,7 @@ def test_checkpoints_saved_outside_the_version_folders_go_to_the_runs_that_saved
 def test_a_checkpoint_of_no_run_s_configuration_stays_with_its_folder(tmp_path):
     """Counter-example: without version_0 (width 16) no run records ckpts/small's configuration; the
     runs of width 64 and 32 trained to the same steps, and are not given its checkpoints."""
-    data = build_inspect(ingest(copy_without(DIRPATH, tmp_path / "logs", V(0))))
+    data = inspect_of(ingest(copy_without(DIRPATH, tmp_path / "logs", V(0))))
     assert set(checkpoints_by_run(data, "ckpts/small/")) == {"small"}
     assert "small" in runs_of(data)
 
@@ -626,14 +626,14 @@ def test_a_checkpoint_of_no_run_s_configuration_stays_with_its_folder(tmp_path):
 def test_a_repeat_s_checkpoint_with_no_other_record_is_not_given_to_the_first(tmp_path):
     """Counter-example: without version_4 (the second twin's events and hyperparameters), its -v1 files
     fit version_3 by configuration and steps, but the suffix says another run saved them."""
-    data = build_inspect(ingest(copy_without(DIRPATH, tmp_path / "logs", V(4))))
+    data = inspect_of(ingest(copy_without(DIRPATH, tmp_path / "logs", V(4))))
     twins = checkpoints_by_run(data, "ckpts/twin/")
     assert all("-v1" not in name for name in twins[V(3)]) and len(twins[V(3)]) == 4
     assert all("-v1" in name for name in twins["twin"]) and len(twins["twin"]) == 4
 
 
 def test_lightning_s_progress_bar_version_ties_a_log_to_its_version():
-    runs = runs_of(build_inspect(ingest(DIRPATH)))
+    runs = runs_of(inspect_of(ingest(DIRPATH)))
     assert rules(runs[V(0)], "linked") == ["logger-version"]  # small.log names no path of the run
     assert rules(runs[V(3)], "linked") == rules(runs[V(4)], "linked") == ["logger-version"]  # twin.log, split
 
@@ -654,7 +654,7 @@ def test_a_progress_bar_version_several_runs_have_ties_none():
 
 def test_lightning_s_hp_metric_placeholder_is_no_logged_step():
     """TensorBoardLogger writes hp_metric = -1 at step 0; the first step the run logged is 4."""
-    runs = runs_of(build_inspect(ingest(DIRPATH)))
+    runs = runs_of(inspect_of(ingest(DIRPATH)))
     assert {runs[V(n)]["first_step"] for n in (0, 1, 3, 4)} == {4}
     assert "hp_metric" not in runs[V(0)]["metrics"]
 
@@ -669,7 +669,7 @@ def test_a_traceback_on_a_progress_bar_s_line_ends_that_process():
     assert len(sessions) == 3
     crashes = [(m.session, m.kind) for m in messages if m.kind in ("oom", "traceback")]
     assert crashes == [(0, "oom"), (1, "oom")]
-    data = build_inspect(ingest(TB_ONLY))
+    data = inspect_of(ingest(TB_ONLY))
     runs = runs_of(data)
     assert runs["big-batch"]["status"] == "interrupted" and "OutOfMemoryError" in runs["big-batch"]["status_reason"]
     assert runs["retry"]["status"] == "completed"

@@ -213,7 +213,7 @@ def test_damaged_lines_are_isolated_in_large_pieces(tmp_path, monkeypatch, chunk
 @pytest.mark.parametrize("small", [1 << 20, 10])
 def test_a_metric_named_like_a_reserved_column_is_reported_and_ignored(tmp_path, monkeypatch, small):
     monkeypatch.setattr(native, "SMALL_PIECE_BYTES", small)
-    data = metric_line(7, loss=1.0, **{"ts": 99}) + "\n" + metric_line(8, loss=0.5) + "\n"
+    data = metric_line(7, loss=1.0, ts=99) + "\n" + metric_line(8, loss=0.5) + "\n"
     if small == 10:  # force the line-by-line path with a damaged line
         data += "junk\n"
     log = read_text(tmp_path, data.encode())

@@ -135,7 +135,7 @@ def test_a_run_that_ends_before_it_starts_counts_no_time_and_is_reported(sample_
     analysis = analyse(plan, ingest(tmp_path / "logs"))
     assert analysis.schedule.steps[0].actual.hours is None
     assert analysis.schedule.actual_hours is None
-    assert any("ends" in m and "before it starts" in m for _, m in analysis.problems)
+    assert any("ends" in p.message and "before it starts" in p.message for p in analysis.problems)
 
 
 def test_the_campaign_span_counts_only_steps_with_a_measured_time(sample_plan_data, tmp_path, event_log, clock):

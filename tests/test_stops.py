@@ -41,7 +41,7 @@ def one_variant_plan(data: dict, rules: list[dict]) -> Plan:
 
 def ledger(plan: Plan, logs: Path):
     analysis = analyse(plan, ingest(logs))
-    return analysis, {(s.run, s.rule): s for s in analysis.ledger.stops}
+    return analysis, {(s.run, s.rule): s for s in analysis.stops.stops}
 
 
 # --- the sample campaign --------------------------------------------------------------------
@@ -134,20 +134,20 @@ def test_trainer_overflow_stops_at_the_first_affected_step_with_evidence(trainer
     # Watching the loss alone, the Trainer's filtered window (loss 0.0, grad_norm NaN) still counts.
     assert stops[("hf-nan", "S1-loss")].step == 20
     assert "not watched by this rule: grad_norm already not finite from step 15" in stops[("hf-nan", "S1-loss")].reason
-    assert analysis.statuses["hf-nan"].status == "stopped"
-    assert "went on to its end" in analysis.statuses["hf-nan"].reason
+    assert analysis.runs.statuses["hf-nan"].status == "stopped"
+    assert "went on to its end" in analysis.runs.statuses["hf-nan"].reason
 
 
 def test_trainer_killed_run_without_a_trace_of_the_kill_is_unknown_with_its_gpu_time(trainer):
     analysis, stops = trainer
     # SIGKILL leaves no message and the Trainer no end: nothing says it was cut, so it is not called interrupted
-    assert analysis.statuses["hf-killed"].status == "unknown"
-    assert "no final training summary; the last state is at step 20 of 30" in analysis.statuses["hf-killed"].reason
-    assert analysis.run_times["hf-killed"].gpu_hours is not None and analysis.run_times["hf-killed"].gpu_hours > 0
+    assert analysis.runs.statuses["hf-killed"].status == "unknown"
+    assert "no final training summary; the last state is at step 20 of 30" in analysis.runs.statuses["hf-killed"].reason
+    assert analysis.runs.times["hf-killed"].gpu_hours is not None and analysis.runs.times["hf-killed"].gpu_hours > 0
     assert ("hf-killed", "S4") not in stops  # its last checkpoint holds every required part
     for healthy in ("hf-clean", "hf-best", "hf-resumed"):
-        assert analysis.ledger.for_run(healthy) == [], healthy
-        assert analysis.statuses[healthy].status == "completed"
+        assert analysis.stops.for_run(healthy) == [], healthy
+        assert analysis.runs.statuses[healthy].status == "completed"
 
 
 # --- rules one by one, on logs written with the native event writer ------------------------
@@ -166,7 +166,7 @@ def test_non_finite_watches_every_metric_by_default_including_evaluations(sample
     plan = rules_plan(sample_plan_data, {"id": "NF", "kind": "non_finite", "description": "any metric"})
     analysis, stops = ledger(plan, tmp_path / "logs")
     assert stops[("r-1", "NF")].step == 30 and "eval_loss" in stops[("r-1", "NF")].evaluated.reason
-    assert analysis.statuses["r-1"].status == "stopped"
+    assert analysis.runs.statuses["r-1"].status == "stopped"
     assert analysis.variants[0].verdict != "passed"
 
 
@@ -214,7 +214,7 @@ def test_truncation_from_a_counter_or_a_message_but_not_from_a_too_long_warning(
     plan = rules_plan(sample_plan_data, {"id": "T", "kind": "truncation", "description": "inputs cut"})
     analysis, stops = ledger(plan, tmp_path / "logs")
     assert ("clean", "T") not in stops
-    assert [n.run for n in analysis.ledger.notices] == ["clean"]
+    assert [n.run for n in analysis.stops.notices] == ["clean"]
     assert stops[("counted", "T")].step == 20 and stops[("counted", "T")].evidence[0].line == 3
     assert stops[("told", "T")].step == 40 and stops[("told", "T")].evidence[0].path == "told/train.log"
 
@@ -226,7 +226,7 @@ def test_truncation_without_any_length_evidence_is_said_to_be_unevaluated(sample
     log.run_end(status="completed", step=10)
     analysis, stops = ledger(rules_plan(sample_plan_data, {"id": "T", "kind": "truncation", "description": "cut"}), tmp_path / "logs")
     assert not stops
-    assert not analysis.ledger.rules[0].evaluated and "cannot be evaluated" in analysis.ledger.rules[0].basis
+    assert not analysis.stops.rules[0].evaluated and "cannot be evaluated" in analysis.stops.rules[0].basis
 
 
 def interrupted_run(event_log, run: str, state: list[str] | None, reload_ok: bool | None = None, save: bool = True):
@@ -256,8 +256,8 @@ def test_no_resume_fires_when_the_last_checkpoint_cannot_resume(sample_plan_data
     assert "reload test" in stops[("bad-reload", "R")].reason and "does not match" in stops[("bad-reload", "R")].reason
     assert "no checkpoint" in stops[("none", "R")].reason and stops[("none", "R")].step == 150
     assert ("unsaid", "R") not in stops  # unknown is not "missing": said as a notice instead
-    assert [n.run for n in analysis.ledger.notices] == ["unsaid"]
-    assert all(analysis.statuses[r].status == "interrupted" for r in ("good", "weights-only", "none"))
+    assert [n.run for n in analysis.stops.notices] == ["unsaid"]
+    assert all(analysis.runs.statuses[r].status == "interrupted" for r in ("good", "weights-only", "none"))
 
 
 def test_a_resumed_run_without_its_own_checkpoint_can_resume_from_the_one_it_restored(sample_plan_data, tmp_path, event_log):
@@ -268,7 +268,7 @@ def test_a_resumed_run_without_its_own_checkpoint_can_resume_from_the_one_it_res
     plan = rules_plan(sample_plan_data, {"id": "R", "kind": "no_resume", "description": "no usable resume"})
     analysis, stops = ledger(plan, tmp_path / "logs")
     assert ("second", "R") not in stops
-    assert analysis.continued_by["first"] == ["second"]
+    assert analysis.runs.continued_by["first"] == ["second"]
 
 
 def test_disagreements_between_a_logged_stop_and_the_logs_are_reported(sample_plan_data, tmp_path, event_log):
@@ -298,8 +298,8 @@ def test_rules_apply_only_to_their_variants(sample_plan_data, tmp_path, event_lo
         log.run_end(status="completed", step=10)
     data["stop_rules"] = [{"id": "NF", "kind": "non_finite", "description": "nan", "variants": ["lora-r16"]}]
     analysis = analyse(Plan.model_validate(data), ingest(tmp_path / "logs"))
-    assert [(s.run, s.rule) for s in analysis.ledger.stops] == [("lora-r16-1", "NF")]
-    assert analysis.statuses["control-1"].status == "completed"
+    assert [(s.run, s.rule) for s in analysis.stops.stops] == [("lora-r16-1", "NF")]
+    assert analysis.runs.statuses["control-1"].status == "completed"
 
 
 def test_one_configuration_under_two_variants_is_a_problem(sample_plan_data, tmp_path, event_log):
@@ -308,7 +308,7 @@ def test_one_configuration_under_two_variants_is_a_problem(sample_plan_data, tmp
         log.run_start(config={"rank": 16})  # the same config: fine within lora-r16, not across variants
         log.run_end(status="completed", step=1)
     analysis = analyse(Plan.model_validate(sample_plan_data), ingest(tmp_path / "logs"))
-    messages = [m for _, m in analysis.problems if "same configuration" in m]
+    messages = [p.message for p in analysis.problems if "same configuration" in p.message]
     assert len(messages) == 1 and "control, lora-r16" in messages[0]
 
 
@@ -338,7 +338,7 @@ def test_without_clock_times_gpu_time_comes_from_train_runtime_or_the_progress_b
     with open(logs / "hf-killed" / "train.log", "a", encoding="utf-8") as handle:
         handle.write(" 33%|███▎      | 10/30 [00:41<01:22,  4.10s/it]\r 67%|██████▋   | 20/30 [01:30<00:41,  4.12s/it]\r\n")
     analysis = analyse(one_variant_plan(sample_plan_data, [{"id": "S", "kind": "other", "description": "x"}]), ingest(logs))
-    clean, killed = analysis.run_times["hf-clean"], analysis.run_times["hf-killed"]
+    clean, killed = analysis.runs.times["hf-clean"], analysis.runs.times["hf-killed"]
     runtime = json.loads((logs / "hf-clean" / "trainer_state.json").read_text().replace("NaN", "null"))["log_history"][-1]["train_runtime"]
     assert clean.gpu_hours == pytest.approx(runtime / 3600) and "train_runtime" in clean.basis
     assert killed.gpu_hours == pytest.approx(90 / 3600) and "progress bar" in killed.basis
@@ -359,7 +359,7 @@ def test_printed_copies_of_logged_values_add_no_window_and_evaluation_bars_are_n
         "Traceback (most recent call last):\n  File \"train.py\", line 3\nRuntimeError: boom\n")
     campaign = ingest(tmp_path / "logs")
     windows = analyse(one_variant_plan(yaml.safe_load(SAMPLE_PLAN.read_text()), [
-        {"id": "S", "kind": "other", "description": "x"}]), campaign).non_finite["r-1"]
+        {"id": "S", "kind": "other", "description": "x"}]), campaign).runs.non_finite["r-1"]
     assert [(w.metric, w.step) for w in windows] == [("grad_norm", 20)]
     printed = next(m for m in campaign.messages if m.kind == "non_finite")
     assert printed.step == 24  # the training bar's step, not the evaluation bar's 5
@@ -368,7 +368,7 @@ def test_printed_copies_of_logged_values_add_no_window_and_evaluation_bars_are_n
 
 def test_the_trainer_filter_note_belongs_to_the_loss_window_only(trainer):
     analysis, _ = trainer
-    notes = {(w.metric, w.step): w.note for w in analysis.non_finite["hf-nan"]}
+    notes = {(w.metric, w.step): w.note for w in analysis.runs.non_finite["hf-nan"]}
     assert "NaN filter" in notes[("loss", 20)]
     assert all(note is None or "NaN filter" not in note for (metric, _), note in notes.items() if metric != "loss")
 

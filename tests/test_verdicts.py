@@ -104,7 +104,7 @@ def test_same_run_id_with_another_configuration_is_a_problem(sample_plan_data, t
     log.run_start(config={"lr": 1e-4})
     log.run_start(config={"lr": 3e-4})
     analysis = analyse(plan, ingest(tmp_path / "logs"))
-    assert any("different configuration" in message and "R10" in message for _, message in analysis.problems)
+    assert any("different configuration" in p.message and "R10" in p.message for p in analysis.problems)
 
 
 def test_logged_names_the_plan_does_not_have_are_reported(sample_plan_data, tmp_path, event_log):
@@ -113,7 +113,7 @@ def test_logged_names_the_plan_does_not_have_are_reported(sample_plan_data, tmp_
     campaign_log.step_start("trian")
     campaign_log.decision("after-pliot", "continue")
     finished_run(event_log, "va-1", 0.5, status="").stop(reason="diverged", rule="S9")
-    messages = [message for _, message in analyse(plan, ingest(tmp_path / "logs")).problems]
+    messages = [p.message for p in analyse(plan, ingest(tmp_path / "logs")).problems]
     assert any("step event for 'trian'" in m for m in messages)
     assert any("decision at 'after-pliot'" in m for m in messages)
     assert any("stop by rule 'S9'" in m for m in messages)

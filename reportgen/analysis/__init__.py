@@ -2,99 +2,132 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cached_property
 
 from reportgen.analysis import stops as stop_rules
-from reportgen.analysis.checkpoints import RunCheckpoint, run_checkpoints
+from reportgen.analysis.checkpoints import (
+    CheckpointsReport,
+    checkpoints_report,
+    run_checkpoints,
+)
 from reportgen.analysis.decisions import PointStatus, decision_points
 from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
 from reportgen.analysis.estimates import NextCampaign, next_campaign
-from reportgen.analysis.interval import SaveInterval, save_interval
+from reportgen.analysis.interval import save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.options import PlanOption, plan_options
+from reportgen.analysis.plan_checks import Finding, check_plan
 from reportgen.analysis.runs import (
-    RunTime,
+    Machine,
+    RunsReport,
+    Unlinked,
     chain_order,
     config_problems,
     continuations,
+    gpu_time,
+    machine,
     run_time,
+    unlinked,
 )
 from reportgen.analysis.schedule import ScheduleReport, reconcile
 from reportgen.analysis.status import RunStatus, run_status
 from reportgen.analysis.stops import Ledger
-from reportgen.analysis.variance import (
-    Gap,
-    StepVariance,
-    Variance,
-    between_steps,
-    campaign_variance,
-    explain,
-)
+from reportgen.analysis.variance import VarianceReport, variance_report
 from reportgen.analysis.verdicts import (
     VariantResult,
+    VariantVerdict,
     Verdict,
     after_stops,
     assign_variants,
     campaign_verdict,
     variant_results,
 )
-from reportgen.model import Campaign, Evidence
+from reportgen.analysis.warnings import CampaignWarning, campaign_warnings
+from reportgen.model import (
+    Campaign,
+    DeliverableCheck,
+    Evidence,
+    Problem,
+    Status,
+    WarningCode,
+)
 from reportgen.plan.schema import Plan
-from reportgen.verify import DeliverableCheck
 
 
-@dataclass
+@dataclass(frozen=True)
 class Analysis:
+    """The campaign reconciled with its plan, one typed section per part of the report; every
+    figure the site shows is computed here, once (render only shapes these for report.json)."""
+
     plan: Plan
     campaign: Campaign
     schedule: ScheduleReport
-    run_variants: dict[str, str | None]
-    statuses: dict[str, RunStatus]
-    ledger: Ledger
-    run_times: dict[str, RunTime]
-    continued_by: dict[str, list[str]]
-    run_order: list[str]  # by name, each continuation right after the run it resumes
-    checkpoints: dict[str, list[RunCheckpoint]]
-    non_finite: dict[str, list[NonFinite]]
-    interval: SaveInterval
+    runs: RunsReport
+    stops: Ledger
+    checkpoints: CheckpointsReport
     deliverables: list[DeliverableResult]
     costs: Costs
-    options: list[PlanOption]
-    variance: dict[str, StepVariance]
-    gaps: list[Gap]  # waiting between steps
-    total_variance: Variance | None  # the whole campaign, planned span to actual span
-    decision_points: list[PointStatus]
+    variance: VarianceReport
     variants: list[VariantResult]
     verdict: Verdict
-    problems: list[tuple[Evidence | None, str]]
+    decision_points: list[PointStatus]
+    options: list[PlanOption]
+    next: NextCampaign  # the next campaign's estimates, made from all of the above
+    plan_findings: list[Finding]  # what `reportgen check` says of the plan reconciled against
+    problems: list[Problem]
+    warnings: list[CampaignWarning]  # every doubt above in one list, with a code each
 
-    @cached_property
-    def next(self) -> NextCampaign:
-        """The next campaign's estimates, made from all of the above."""
-        return next_campaign(self)
+
+@dataclass(frozen=True)
+class Survey:
+    """What can be said of a campaign folder without a plan (`reportgen inspect`): how each run ended,
+    its non-finite values and machine, and the captured logs tied to no run."""
+
+    campaign: Campaign
+    statuses: dict[str, RunStatus]
+    non_finite: dict[str, list[NonFinite]]
+    machines: dict[str, Machine | None]
+    unlinked: list[Unlinked]
 
 
-def unplanned_references(plan: Plan, campaign: Campaign) -> list[tuple[Evidence | None, str]]:
+def survey(campaign: Campaign) -> Survey:
+    return Survey(
+        campaign=campaign,
+        statuses={run_id: run_status(run, campaign) for run_id, run in campaign.runs.items()},
+        non_finite=non_finite(campaign),
+        machines={run_id: machine(run) for run_id, run in campaign.runs.items()},
+        unlinked=unlinked(campaign),
+    )
+
+
+def unplanned_references(plan: Plan, campaign: Campaign) -> list[Problem]:
     """Logged steps, decision points, variants and stop rules the plan does not have: shown, not dropped."""
     steps = {s.id for s in plan.schedule.steps}
     points = {p.id for p in plan.decision_points}
     variants = {v.id for v in plan.variants}
     rules = {r.id for r in plan.stop_rules}
-    problems: list[tuple[Evidence | None, str]] = []
+    problems: list[Problem] = []
     for mark in campaign.step_marks:
         if mark.step_id not in steps:
-            problems.append((mark.evidence, f"step event for '{mark.step_id}', which the plan's schedule does not have; not counted"))
+            problems.append(Problem.at(mark.evidence, f"step event for '{mark.step_id}', which the plan's schedule does not have; not counted", WarningCode.NOT_IN_PLAN))
     for decision in campaign.decisions:
         if decision.point not in points:
-            problems.append((decision.evidence, f"decision at '{decision.point}', which is not one of the plan's decision points"))
+            problems.append(Problem.at(decision.evidence, f"decision at '{decision.point}', which is not one of the plan's decision points", WarningCode.NOT_IN_PLAN))
         if decision.variant is not None and decision.variant not in variants:
-            problems.append((decision.evidence, f"decision about variant '{decision.variant}', which the plan does not have"))
+            problems.append(Problem.at(decision.evidence, f"decision about variant '{decision.variant}', which the plan does not have", WarningCode.NOT_IN_PLAN))
     for stop in campaign.stops:
         if stop.rule is not None and stop.rule not in rules:
-            problems.append((stop.evidence, f"stop by rule '{stop.rule}', which is not one of the plan's stop rules (R10: rules are written before the trials)"))
+            problems.append(Problem.at(stop.evidence, f"stop by rule '{stop.rule}', which is not one of the plan's stop rules (R10: rules are written before the trials)", WarningCode.NOT_IN_PLAN))
     return problems
+
+
+def _dropped_steps(schedule: ScheduleReport, results: list[VariantResult]) -> ScheduleReport:
+    """A step of a dropped variant that never ran says why it has no actual time."""
+    dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
+    steps = [replace(item, actual=replace(item.actual, basis=f"not run: variant {item.step.variant} was dropped"))
+             if item.actual.hours is None and item.step.variant in dropped else item for item in schedule.steps]
+    return replace(schedule, steps=steps)
 
 
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None) -> Analysis:
@@ -107,49 +140,62 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     interrupted: dict[str, tuple[datetime | None, list[Evidence]]] = {
         run_id: (campaign.runs[run_id].ended_at or campaign.runs[run_id].last_seen_at, status.evidence)
         for run_id, status in logged.items()
-        if status.status == "interrupted"
+        if status.status == Status.INTERRUPTED
     }
-    checkpoints = run_checkpoints(campaign)
+    by_run = run_checkpoints(campaign)
     windows = non_finite(campaign)
-    ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, checkpoints)
-    statuses = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
+    ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, by_run)
+    statuses: dict[str, RunStatus] = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
     results = variant_results(plan, campaign, run_variants, statuses, ledger)
-    run_times = {run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()}
+    times = {run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()}
+    continued_by = continuations(campaign)
+    order = chain_order(campaign, continued_by)
+    runs = RunsReport(
+        order=order,
+        variants=run_variants,
+        statuses=statuses,
+        times=times,
+        continued_by=continued_by,
+        evaluated_by=campaign.evaluated_by(),
+        machines={run_id: machine(run) for run_id, run in campaign.runs.items()},
+        non_finite=windows,
+        gpu_time=gpu_time(plan, campaign, order, statuses, times),
+        unlinked=unlinked(campaign),
+    )
     saves = [op for op in campaign.checkpoint_ops if op.op == "save" and op.seconds is not None]
-    measured = [t.gpu_hours for t in run_times.values() if t.gpu_hours is not None]
+    measured = [t.gpu_hours for t in times.values() if t.gpu_hours is not None]
     interval = save_interval(
         [op.seconds for op in saves if op.seconds is not None], [op.evidence for op in saves],
-        interruptions=sum(1 for s in statuses.values() if s.status == "interrupted"),
+        interruptions=sum(1 for s in statuses.values() if s.status == Status.INTERRUPTED),
         gpu_hours=sum(measured) if measured else None,
         assumed_mtbi_hours=plan.checkpoints.mean_hours_between_interruptions,
         planned_minutes=plan.checkpoints.interval_minutes,
     )
     schedule = reconcile(plan, campaign)
-    continued_by = continuations(campaign)
+    checkpoints = checkpoints_report(campaign, by_run, order, plan.checkpoints.required_state, schedule.window.end,
+                                     interval)
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
-    variance = explain(schedule, campaign, statuses, checkpoints)
-    gaps = between_steps(schedule)
+    variance = variance_report(schedule, campaign, statuses, by_run)
+    schedule = _dropped_steps(schedule, results)
+    findings = check_plan(plan)
+    problems = [*campaign.problems, *problems]
+    spent = costs(plan, deliverables)
     return Analysis(
         plan=plan,
         campaign=campaign,
         schedule=schedule,
-        run_variants=run_variants,
-        statuses=statuses,
-        ledger=ledger,
-        run_times=run_times,
-        continued_by=continued_by,
-        run_order=chain_order(campaign, continued_by),
+        runs=runs,
+        stops=ledger,
         checkpoints=checkpoints,
-        non_finite=windows,
-        interval=interval,
         deliverables=deliverables,
-        costs=costs(plan, deliverables),
-        options=plan_options(plan, schedule),
+        costs=spent,
         variance=variance,
-        gaps=gaps,
-        total_variance=campaign_variance(schedule, variance, gaps),
-        decision_points=decision_points(plan, campaign, schedule),
         variants=results,
         verdict=campaign_verdict(plan, results),
-        problems=[*campaign.problems, *problems],
+        decision_points=decision_points(plan, campaign, schedule),
+        options=plan_options(plan, schedule),
+        next=next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results),
+        plan_findings=findings,
+        problems=problems,
+        warnings=campaign_warnings(campaign, problems, findings, runs, checkpoints, spent),
     )

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 import pandas as pd
 
+from reportgen.analysis.interval import SaveInterval
 from reportgen.model import (
     Campaign,
     CheckpointOp,
@@ -27,14 +29,21 @@ from reportgen.model import (
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
 
-@dataclass
+class Place(StrEnum):
+    """Where files are at the lot's end (R12)."""
+
+    TRANSFERRED = "transferred"  # copied off the rented machine before the lot ended
+    AFTER_LOT_END = "transferred_after_lot_end"
+    COPY_IN_LOGS = "copy_in_logs"  # no transfer logged, but a copy is under LOGS
+    NOT_TRANSFERRED = "not_transferred"
+    MISSING = "missing"  # a deliverable's files are not there
+
+
+@dataclass(frozen=True)
 class Location:
-    """Where files are (R12): copied off the rented machine before the lot ended, or not.
+    """Where files are (R12): copied off the rented machine before the lot ended, or not."""
 
-    status: transferred | transferred_after_lot_end | copy_in_logs | not_transferred | missing
-    """
-
-    status: str
+    status: Place
     at: datetime | None = None
     destination: str | None = None
     evidence: list[Evidence] = field(default_factory=list)
@@ -45,11 +54,11 @@ def locate(transfers: list[CheckpointOp], deadline: datetime, on_disk: list[Evid
     ordered = sorted(transfers, key=lambda t: (t.at, t.evidence))
     before = [t for t in ordered if t.at <= deadline]
     if before:
-        return Location("transferred", before[0].at, before[0].destination, [before[0].evidence])
+        return Location(Place.TRANSFERRED, before[0].at, before[0].destination, [before[0].evidence])
     if ordered:
-        return Location("transferred_after_lot_end", ordered[0].at, ordered[0].destination, [ordered[0].evidence])
+        return Location(Place.AFTER_LOT_END, ordered[0].at, ordered[0].destination, [ordered[0].evidence])
     if on_disk:
-        return Location("copy_in_logs", evidence=on_disk[:1])
+        return Location(Place.COPY_IN_LOGS, evidence=on_disk[:1])
     return otherwise
 
 
@@ -98,7 +107,7 @@ class RunCheckpoint:
     def location(self, deadline: datetime) -> Location:
         """Where the checkpoint is at the lot's end (`deadline`): its transfers, or its folder under LOGS."""
         on_disk = [e for e in self.evidence if not any(e == op.evidence for op in self.saves)]
-        return locate(self.transfers, deadline, on_disk, Location("not_transferred", evidence=list(self.evidence)))
+        return locate(self.transfers, deadline, on_disk, Location(Place.NOT_TRANSFERRED, evidence=list(self.evidence)))
 
 
 def _merge_state(item: RunCheckpoint, state: dict[str, bool | None], basis: dict[str, str], prefer_true: bool) -> None:
@@ -194,9 +203,11 @@ def _find(path: str, run: str, checkpoints: list[RunCheckpoint]) -> RunCheckpoin
 
 
 CALENDAR_OPERATIONS = ("save", "transfer", "restore", "reload_test")
+# Where a checkpoint is at the lot's end that leaves it on the rented machine when the lot ends (R12).
+LEFT_ON_MACHINE = (Place.NOT_TRANSFERRED, Place.AFTER_LOT_END)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CalendarRow:
     """The hours checkpoints took for one run (None: records no run could be found for), by operation;
     an operation never timed for the run is None, not zero (R12: they belong in the calendar)."""
@@ -204,8 +215,29 @@ class CalendarRow:
     run: str | None
     hours: dict[str, float | None]
 
+    @property
+    def total_hours(self) -> float:
+        return sum(h for h in self.hours.values() if h is not None)
 
-def calendar(campaign: Campaign, run_order: Sequence[str]) -> list[CalendarRow]:
+
+@dataclass(frozen=True)
+class Calendar:
+    """The checkpoint calendar (R12): hours per run and operation, with the campaign's totals
+    (None when no operation was timed at all)."""
+
+    rows: list[CalendarRow]
+
+    @property
+    def totals(self) -> dict[str, float | None]:
+        return {name: sum(row.hours[name] or 0.0 for row in self.rows) if self.rows else None
+                for name in CALENDAR_OPERATIONS}
+
+    @property
+    def total_hours(self) -> float | None:
+        return sum(row.total_hours for row in self.rows) if self.rows else None
+
+
+def calendar(campaign: Campaign, run_order: Sequence[str]) -> Calendar:
     """Save, transfer, restore and reload-test hours per run, in run order, then the unattributed ones."""
     operations, tests = by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
     rows = []
@@ -217,4 +249,77 @@ def calendar(campaign: Campaign, run_order: Sequence[str]) -> list[CalendarRow]:
         timed["reload_test"] = [t.seconds for t in tests.get(run_id, []) if t.seconds is not None]
         if any(timed.values()):
             rows.append(CalendarRow(run_id, {name: sum(s) / 3600.0 if s else None for name, s in timed.items()}))
-    return rows
+    return Calendar(rows)
+
+
+@dataclass(frozen=True)
+class CheckpointFigures:
+    """One checkpoint as the report shows it: its measured costs, reload tests, resumability against
+    the plan's required state (R11) and where it was at the lot's end (R12)."""
+
+    checkpoint: RunCheckpoint
+    save_s: float | None
+    transfer_s: float | None
+    restore_s: float | None
+    bytes: int | None
+    reload_ok: bool | None  # None: never reload-tested
+    reload_new_process: bool | None
+    resumable: bool | None
+    lacking: list[str]
+    unknown: list[str]
+    location: Location
+    evidence: list[Evidence]
+
+    @property
+    def left_on_machine(self) -> bool:
+        return self.location.status in LEFT_ON_MACHINE
+
+
+def figures(check: RunCheckpoint, required: Sequence[str], deadline: datetime) -> CheckpointFigures:
+    tests = check.reload_tests
+    return CheckpointFigures(
+        checkpoint=check,
+        save_s=check.seconds("save"),
+        transfer_s=check.seconds("transfer"),
+        restore_s=check.seconds("restore"),
+        bytes=next((op.bytes for op in check.saves if op.bytes is not None), None),
+        reload_ok=all(t.ok for t in tests) if tests else None,
+        reload_new_process=any(t.new_process for t in tests) if tests else None,
+        resumable=check.resumable(required),
+        lacking=check.lacking(required),
+        unknown=check.unknown(required),
+        location=check.location(deadline),
+        evidence=check.evidence + [t.evidence for t in tests],
+    )
+
+
+@dataclass(frozen=True)
+class CheckpointsReport:
+    """The checkpoints section: every checkpoint's figures in run order, the calendar, the save interval."""
+
+    by_run: dict[str, list[RunCheckpoint]]
+    items: list[CheckpointFigures]
+    calendar: Calendar
+    interval: SaveInterval
+
+    def of_run(self, run_id: str) -> list[CheckpointFigures]:
+        return [item for item in self.items if item.checkpoint.run == run_id]
+
+    @property
+    def left_on_machine(self) -> list[CheckpointFigures]:
+        """Checkpoints still on the rented machine when the lot ended, or never copied off (R12)."""
+        return [item for item in self.items if item.left_on_machine]
+
+    @property
+    def runs_without_resumable(self) -> list[str]:
+        """Runs every checkpoint of which is known not to resume (R11)."""
+        runs: dict[str, list[CheckpointFigures]] = {}
+        for item in self.items:
+            runs.setdefault(item.checkpoint.run, []).append(item)
+        return [run for run, items in runs.items() if all(i.resumable is False for i in items)]
+
+
+def checkpoints_report(campaign: Campaign, by_run_id: dict[str, list[RunCheckpoint]], order: Sequence[str],
+                       required: Sequence[str], deadline: datetime, interval: SaveInterval) -> CheckpointsReport:
+    items = [figures(check, required, deadline) for run_id in order for check in by_run_id.get(run_id, [])]
+    return CheckpointsReport(by_run_id, items, calendar(campaign, order), interval)

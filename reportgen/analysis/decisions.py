@@ -4,21 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from reportgen.analysis.schedule import ScheduleReport
 from reportgen.model import Campaign, LoggedDecision
 from reportgen.plan.schema import DecisionPoint, Plan
 
 
-@dataclass
+class PointState(StrEnum):
+    TAKEN = "taken"
+    MISSED = "missed"  # its step ended with no decision
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A decision logged at a point, and whether it is one of the options the plan wrote for it."""
+
+    decision: LoggedDecision
+    in_options: bool
+
+
+@dataclass(frozen=True)
 class PointStatus:
     point: DecisionPoint
-    status: str  # taken | missed (its step ended with no decision) | pending
+    status: PointState
     after_step_ended: datetime | None
-    decisions: list[LoggedDecision]
-
-    def in_options(self, decision: LoggedDecision) -> bool:
-        return decision.decision in self.point.options
+    decisions: list[Taken]
 
 
 def decision_points(plan: Plan, campaign: Campaign, schedule: ScheduleReport) -> list[PointStatus]:
@@ -27,6 +39,6 @@ def decision_points(plan: Plan, campaign: Campaign, schedule: ScheduleReport) ->
     for point in plan.decision_points:
         taken = sorted((d for d in campaign.decisions if d.point == point.id), key=lambda d: (d.at, d.evidence))
         ended = ends.get(point.after)
-        status = "taken" if taken else ("missed" if ended is not None else "pending")
-        out.append(PointStatus(point, status, ended, taken))
+        status = PointState.TAKEN if taken else (PointState.MISSED if ended is not None else PointState.PENDING)
+        out.append(PointStatus(point, status, ended, [Taken(d, d.decision in point.options) for d in taken]))
     return out

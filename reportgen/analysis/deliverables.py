@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from reportgen.analysis.checkpoints import Location, locate
+from reportgen.analysis.checkpoints import Location, Place, locate
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.verdicts import VariantResult
-from reportgen.model import Campaign, same_path
-from reportgen.plan.schema import Plan
-from reportgen.verify import DeliverableCheck
+from reportgen.analysis.verdicts import VariantResult, VariantVerdict
+from reportgen.model import Campaign, DeliverableCheck, Status, same_path
+from reportgen.plan.schema import OtherCost, Plan
 
 OUTPUT_KIND = "predictions"
 
@@ -36,22 +35,34 @@ class DeliverableResult:
         return self.check.entry.id
 
     @property
+    def sha256(self) -> str | None:
+        """The content digest of the deliverable's first hashed file."""
+        return next((f.sha256 for f in self.check.files if f.sha256), None)
+
+    @property
     def counts(self) -> bool:
         """A passed output in the R14 sense: passed, a complete corpus of predictions, not a repeat."""
         return self.passed and self.check.entry.kind == OUTPUT_KIND and self.duplicate_of is None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Costs:
+    """The costs section (R13, R14): the confirmed rental (the lots' prices), the other costs as the
+    plan gives them, and the rental over the passed outputs, undefined (never zero) when none passed."""
+
     currency: str
-    rental: float
-    included: float
+    rental: float  # the confirmed total: the lots' prices summed
+    included: float  # other costs billed with the order, summed
     passed_outputs: int
     per_output: float | None
     per_output_with_included: float | None
     undefined_reason: str | None
     rejections: list[tuple[str, list[str]]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # planned deliverables the manifest does not list
+    other_included: list[OtherCost] = field(default_factory=list)
+    external: list[OtherCost] = field(default_factory=list)  # kept apart from the rental (R13)
+    counted: list[str] = field(default_factory=list)  # the passed outputs, by deliverable id
+    excluded: list[tuple[str, str]] = field(default_factory=list)  # passed, but not a passed output: why
 
 
 def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], statuses: dict[str, RunStatus],
@@ -68,14 +79,14 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
             status = statuses.get(entry.run)
             if status is None:
                 reasons.append(f"produced by run '{entry.run}', which is not in the logs")
-            elif status.status == "interrupted" or status.stopped_by_rule:
+            elif status.status == Status.INTERRUPTED or status.stopped_by_rule:
                 reasons.append(f"produced by run '{entry.run}', which was {status.status} ({status.reason}): "
                                "not an approved result (R10)")
         if entry.variant is not None:
             result = by_variant.get(entry.variant)
             if result is None:
                 reasons.append(f"names variant '{entry.variant}', which the plan does not have")
-            elif result.verdict != "passed":
+            elif result.verdict != VariantVerdict.PASSED:
                 value = f" ({result.value:.4g})" if isinstance(result.value, float) else ""
                 reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} "
                                f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
@@ -90,7 +101,7 @@ def _location(check: DeliverableCheck, campaign: Campaign, deadline: datetime) -
     transfers = [op for op in campaign.checkpoint_ops
                  if op.op == "transfer" and op.path and any(same_path(op.path, p) for p in check.entry.paths)]
     present = bool(check.files) and all(f.exists for f in check.files)
-    return locate(transfers, deadline, [check.entry.evidence] if present else [], Location("missing"))
+    return locate(transfers, deadline, [check.entry.evidence] if present else [], Location(Place.MISSING))
 
 
 def _mark_duplicates(results: list[DeliverableResult]) -> None:
@@ -113,6 +124,13 @@ def _mark_duplicates(results: list[DeliverableResult]) -> None:
                 first_by_subject.setdefault(subject, result.id)
 
 
+def _not_counted(result: DeliverableResult) -> str:
+    """Why a passed deliverable is not a passed output (R14)."""
+    if result.duplicate_of is not None:
+        return f"the same output as {result.duplicate_of} (identical content, or its kind, variant and corpus again)"
+    return f"of kind '{result.check.entry.kind}': only complete corpora of {OUTPUT_KIND} are outputs"
+
+
 def costs(plan: Plan, results: list[DeliverableResult]) -> Costs:
     rental = round(sum(lot.price for lot in plan.order.lots), 2)
     included = round(sum(c.amount for c in plan.order.other_costs if c.kind == "included"), 2)
@@ -120,13 +138,17 @@ def costs(plan: Plan, results: list[DeliverableResult]) -> Costs:
     listed = {r.id for r in results}
     missing = [d.id for d in plan.deliverables if d.id not in listed]
     rejections = [(r.id, r.reasons) for r in results if not r.passed]
+    others = {"other_included": [c for c in plan.order.other_costs if c.kind == "included"],
+              "external": [c for c in plan.order.other_costs if c.kind == "external"],
+              "counted": [r.id for r in results if r.counts],
+              "excluded": [(r.id, _not_counted(r)) for r in results if r.passed and not r.counts]}
     if passed:
         return Costs(plan.order.currency, rental, included, passed, round(rental / passed, 2),
-                     round((rental + included) / passed, 2) if included else None, None, rejections, missing)
+                     round((rental + included) / passed, 2) if included else None, None, rejections, missing, **others)
     if not results:
         why = "no deliverables manifest lists what the campaign produced, so no output can pass its checks"
     elif not any(r.check.entry.kind == OUTPUT_KIND for r in results):
         why = "no predictions deliverable was listed, so no complete corpus was delivered"
     else:
         why = "no predictions deliverable passed its checks (see the rejections)"
-    return Costs(plan.order.currency, rental, included, 0, None, None, why, rejections, missing)
+    return Costs(plan.order.currency, rental, included, 0, None, None, why, rejections, missing, **others)

@@ -22,30 +22,53 @@ How a next figure is made:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from enum import StrEnum
 
-from reportgen.analysis.runs import chain, total_steps
+from reportgen.analysis.checkpoints import CheckpointsReport
+from reportgen.analysis.runs import RunsReport, chain, total_steps
 from reportgen.analysis.schedule import (
+    ScheduleReport,
     StepReport,
+    hours_between,
     planned_hours,
     planned_timeline,
     runs_matching,
 )
-from reportgen.analysis.variance import last_save_before, run_training
-from reportgen.analysis.verdicts import VariantResult
-from reportgen.model import Evidence, Run
+from reportgen.analysis.variance import (
+    INTERRUPTION_CAUSES,
+    VarianceReport,
+    lost_work,
+    run_training,
+    start_steps,
+)
+from reportgen.analysis.verdicts import VariantResult, VariantVerdict
+from reportgen.model import Campaign, Evidence, Run, Status
 from reportgen.numbers import median, plural
 from reportgen.plan.schema import Plan
 
-if TYPE_CHECKING:
-    from reportgen.analysis import Analysis
-
-INTERRUPTION_CAUSES = ("lost work", "downtime")
+DRAFT_MIN_HOURS = 0.1  # a plan's step takes more than 0 h: the least a draft plan writes
 
 
-@dataclass
+class Quantity(StrEnum):
+    """The campaign-wide quantities a plan relies on, measured or not (and the interval made from them)."""
+
+    SAVE = "checkpoint save"
+    TRANSFER = "checkpoint transfer"
+    RESTORE = "checkpoint restore"
+    RELOAD_TEST = "reload test in a new process"
+    MTBI = "mean time between interruptions"
+    EVALUATION = "evaluation pass"
+    SAVE_INTERVAL = "save interval"
+
+
+class EstimateKind(StrEnum):
+    STEP = "step"
+    VARIANT = "variant"
+
+
+@dataclass(frozen=True)
 class Estimate:
-    kind: str  # step | variant
+    kind: EstimateKind
     id: str
     planned_hours: float | None
     measured_hours: float | None
@@ -61,8 +84,16 @@ class Estimate:
     def item(self) -> str:
         return f"{self.kind} {self.id}"
 
+    @property
+    def draft_hours(self) -> float | None:
+        """The hours the next plan's draft writes: the measured next figure to a tenth of an hour;
+        None when the figure rests on no measurement or the step is left out (the plan's stays)."""
+        if not (self.measured and self.in_schedule) or self.next_hours is None:
+            return None
+        return max(DRAFT_MIN_HOURS, round(self.next_hours, 1))
 
-@dataclass
+
+@dataclass(frozen=True)
 class Measurement:
     """A quantity the plan relies on: what the plan said, what was measured, from what."""
 
@@ -75,14 +106,35 @@ class Measurement:
     evidence: list[Evidence] = field(default_factory=list)
     variant: str | None = None  # a per-variant quantity (seconds a step)
 
+    @property
+    def steps_per_second(self) -> float | None:
+        """A measured pace (unit s/step) as a plan writes it."""
+        return 1.0 / self.measured if self.unit == "s/step" and self.measured else None
 
-@dataclass
+
+class Doubt(StrEnum):
+    """Why a figure of the next campaign rests on no measurement (an uncertainty's code)."""
+
+    STEP_NOT_MEASURED = "step_not_measured"
+    VARIANT_NOT_RUN = "variant_not_run"
+    VARIANT_DROPPED = "variant_dropped"
+    VARIANT_EXTRAPOLATED = "variant_extrapolated"  # no run completed: a full run scaled from the furthest
+    VARIANT_TIME_UNKNOWN = "variant_time_unknown"  # completed, but no source gives the time it took
+    VARIANT_NO_TOTAL = "variant_no_total"  # no run completed and none names its total steps
+    NOT_MEASURED = "not_measured"  # a checkpoint quantity never timed, or a reload never tested
+    NO_INTERRUPTION = "no_interruption"  # the interruption rate rests on none observed
+    INTERVAL_INCOMPUTABLE = "interval_incomputable"
+    PACE_NOT_MEASURED = "pace_not_measured"  # a planned steps per second never measured
+
+
+@dataclass(frozen=True)
 class Uncertainty:
     item: str
     message: str
+    code: Doubt
 
 
-@dataclass
+@dataclass(frozen=True)
 class LotFit:
     label: str
     price: float
@@ -93,7 +145,7 @@ class LotFit:
     unused_hours: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class NextCampaign:
     estimates: list[Estimate]
     measurements: list[Measurement]
@@ -113,18 +165,20 @@ class NextCampaign:
 class _Estimator:
     """Builds the estimates of one analysed campaign, collecting the uncertainties on the way."""
 
-    def __init__(self, analysis: Analysis):
-        self.a = analysis
-        self.plan: Plan = analysis.plan
+    def __init__(self, plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
+                 checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult]):
+        self.plan, self.campaign, self.schedule, self.runs = plan, campaign, schedule, runs
+        self.checkpoints, self.variance, self.variants = checkpoints, variance, variants
         self.gpus = set(self.plan.gpu_names())
-        self.dropped = {r.variant.id: r for r in analysis.variants if r.verdict == "dropped"}
+        self.dropped = {r.variant.id: r for r in variants if r.verdict == VariantVerdict.DROPPED}
         self.uncertainties: list[Uncertainty] = []
-        self.frames = analysis.campaign.frames_by_run()
+        self.frames = campaign.frames_by_run()
+        self.starts = start_steps(campaign)
 
     # -- interruptions -------------------------------------------------------------------------
     def allowance(self) -> tuple[float | None, str]:
         lost, other = 0.0, 0.0
-        for item in self.a.schedule.steps:
+        for item in self.schedule.steps:
             if item.step.resource not in self.gpus or item.actual.hours is None:
                 continue
             down = self._interruption_hours(item.step.id)
@@ -138,17 +192,13 @@ class _Estimator:
                               f"in the measured GPU steps ({lost / other:.1%})")
 
     def _interruption_hours(self, step_id: str) -> float:
-        variance = self.a.variance.get(step_id)
+        variance = self.variance.steps.get(step_id)
         return sum(c.hours for c in variance.causes if c.cause in INTERRUPTION_CAUSES) if variance else 0.0
 
     def lost_hours(self, run: Run) -> float:
         """Work an interrupted run lost: its last save to its crash."""
-        if self.a.statuses[run.id].status != "interrupted":
-            return 0.0
-        crash = run.last_seen_at or run.ended_at
-        if crash is None:
-            return 0.0
-        return max(0.0, (crash - last_save_before(run, crash, self.a.checkpoints)).total_seconds() / 3600.0)
+        lost = lost_work(run, self.runs.statuses[run.id], self.checkpoints.by_run)
+        return 0.0 if lost is None else max(0.0, hours_between(*lost))
 
     # -- variants ------------------------------------------------------------------------------
     def variant(self, result: VariantResult, allowance: float | None) -> Estimate:
@@ -156,32 +206,32 @@ class _Estimator:
         variant = result.variant
         steps = [s for s in self.plan.schedule.steps if s.variant == variant.id]
         planned = sum(s.hours for s in steps) if steps else None
-        runs = [self.a.campaign.runs[r] for r in result.runs if r in self.a.campaign.runs]
-        held = [h for r in runs if (h := self.a.run_times[r.id].gpu_hours) is not None]
+        runs = [self.campaign.runs[r] for r in result.runs if r in self.campaign.runs]
+        held = [h for r in runs if (h := self.runs.times[r.id].gpu_hours) is not None]
         measured = sum(held) if held else None
         evidence = [e for r in runs for e in [r.start_evidence, r.end_evidence] if e is not None]
         ids = [r.id for r in runs]
 
         def keep_plan(why: str) -> Estimate:
-            return Estimate("variant", variant.id, planned, measured, planned, why, False, ids, evidence,
+            return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, planned, why, False, ids, evidence,
                             in_schedule=variant.id not in self.dropped)
 
         if variant.id in self.dropped and not runs:
             why = f"{self.dropped[variant.id].reason.rstrip('.')}; never run, so the plan's figure is all there is"
-            self._uncertain(f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was dropped and never "
+            self._uncertain(Doubt.VARIANT_DROPPED, f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was dropped and never "
                             f"run: {self._hours_text(planned)} are the plan's guess, unmeasured.")
             return keep_plan(why)
         if not runs:
-            self._uncertain(f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was never run: "
+            self._uncertain(Doubt.VARIANT_NOT_RUN, f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was never run: "
                             f"{self._hours_text(planned)} are the plan's guess, unmeasured.")
             return keep_plan("never run: the plan's figure is kept")
 
         chains = []
         for run in runs:
-            if self.a.statuses[run.id].status != "completed":
+            if self.runs.statuses[run.id].status != Status.COMPLETED:
                 continue
-            members = [self.a.campaign.runs[r] for r in chain(run.id, self.a.campaign) if r in self.a.campaign.runs]
-            walls = [self.a.run_times[m.id].gpu_hours for m in members]
+            members = [self.campaign.runs[r] for r in chain(run.id, self.campaign) if r in self.campaign.runs]
+            walls = [self.runs.times[m.id].gpu_hours for m in members]
             if any(w is None for w in walls):
                 continue
             lost = sum(self.lost_hours(m) for m in members)
@@ -197,36 +247,36 @@ class _Estimator:
                 basis += f" (the median of {len(chains)} completed runs)"
             if allowance:
                 basis += f", plus the interruption allowance of {allowance:.1%}"
-            return Estimate("variant", variant.id, planned, measured, next_hours, basis, True, ids, evidence, work_hours=work)
+            return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, next_hours, basis, True, ids, evidence, work_hours=work)
 
         # No completed run: scale the run that got furthest to the total its config names.
-        reached = [r for r in runs if r.last_step and self.a.run_times[r.id].gpu_hours]
+        reached = [r for r in runs if r.last_step and self.runs.times[r.id].gpu_hours]
         if reached:
             run = max(reached, key=lambda r: (r.last_step or 0, r.id))
             total = total_steps(run)
-            begin = next((e.step for e in self.a.campaign.run_events if e.run == run.id and e.kind == "start" and e.step), 0) or 0
-            hours = self.a.run_times[run.id].gpu_hours or 0.0
+            begin = self.starts.get(run.id, 0)
+            hours = self.runs.times[run.id].gpu_hours or 0.0
             done = (run.last_step or 0) - begin
-            status = self.a.statuses[run.id].status
+            status = self.runs.statuses[run.id].status
             if total is not None and done > 0 and total[0] > (run.last_step or 0):
                 work = hours * (total[0] - begin) / done
                 next_hours = work * (1.0 + (allowance or 0.0))
-                self._uncertain(f"variant {variant.id}", f"Variant {variant.id} never completed a run: a full run "
+                self._uncertain(Doubt.VARIANT_EXTRAPOLATED, f"variant {variant.id}", f"Variant {variant.id} never completed a run: a full run "
                                 f"({next_hours:.1f} h) is extrapolated from {run.id}, {status} at step {run.last_step:,} "
                                 f"of {total[0]:,}.")
                 basis = (f"no run completed: {run.id} was {status} at step {run.last_step:,} after {hours:.2f} GPU h; "
                          f"scaled to the {total[0]:,} steps of its config ('{total[1]}')")
                 if allowance:
                     basis += f", plus the interruption allowance of {allowance:.1%}"
-                return Estimate("variant", variant.id, planned, measured, next_hours, basis, True, ids, evidence,
+                return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, next_hours, basis, True, ids, evidence,
                                 work_hours=work)
-        completed = [r.id for r in runs if self.a.statuses[r.id].status == "completed"]
+        completed = [r.id for r in runs if self.runs.statuses[r.id].status == Status.COMPLETED]
         if completed:
-            self._uncertain(f"variant {variant.id}", f"Variant {variant.id} completed ({', '.join(completed)}), but no "
+            self._uncertain(Doubt.VARIANT_TIME_UNKNOWN, f"variant {variant.id}", f"Variant {variant.id} completed ({', '.join(completed)}), but no "
                             "source gives the time its runs took: how long a full run takes is unknown.")
             return keep_plan("completed, but the runs' time is unknown (no clock times, no training time stated): "
                              "the plan's figure is kept")
-        self._uncertain(f"variant {variant.id}", f"Variant {variant.id} never completed a run and its runs name no "
+        self._uncertain(Doubt.VARIANT_NO_TOTAL, f"variant {variant.id}", f"Variant {variant.id} never completed a run and its runs name no "
                         "total steps: how long a full run takes is unknown.")
         return keep_plan("no run completed and no total steps to scale to: the plan's figure is kept")
 
@@ -237,12 +287,12 @@ class _Estimator:
         runs = [r.id for r in self._step_runs(item)]
         if item.actual.hours is None:
             if step.variant in self.dropped:
-                return Estimate("step", step.id, step.hours, None, step.hours,
+                return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours,
                                 f"not run: variant {step.variant} was dropped; left out of the suggested schedule",
                                 False, runs, in_schedule=False)
             why = (f"its runs ({', '.join(runs)}) keep no clock times" if runs else "no step events and no runs")
-            self._uncertain(f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: {why}.")
-            return Estimate("step", step.id, step.hours, None, step.hours, "not measured: the plan's figure is kept",
+            self._uncertain(Doubt.STEP_NOT_MEASURED, f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: {why}.")
+            return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours, "not measured: the plan's figure is kept",
                             False, runs)
         actual = item.actual.hours
         down = self._interruption_hours(step.id)
@@ -260,17 +310,17 @@ class _Estimator:
             elif allowance:
                 parts.append(f"plus the interruption allowance of {allowance:.1%}")
         evidence = list(item.actual.evidence[:4])
-        return Estimate("step", step.id, step.hours, actual, next_hours, "; ".join(parts), True, runs, evidence)
+        return Estimate(EstimateKind.STEP, step.id, step.hours, actual, next_hours, "; ".join(parts), True, runs, evidence)
 
     def _step_runs(self, item: StepReport) -> list[Run]:
-        return runs_matching(item.step.runs, self.a.campaign.runs) if item.step.runs else []
+        return runs_matching(item.step.runs, self.campaign.runs) if item.step.runs else []
 
     def _unfinished(self, variant: str | None, variants: dict[str, Estimate]) -> float:
         """Hours a full run of a variant would add to its step when none of its runs finished."""
         estimate = variants.get(variant or "")
         if estimate is None or estimate.work_hours is None or estimate.measured_hours is None:
             return 0.0
-        if any(self.a.statuses[r].status == "completed" for r in estimate.runs):
+        if any(self.runs.statuses[r].status == Status.COMPLETED for r in estimate.runs):
             return 0.0
         return max(0.0, estimate.work_hours - estimate.measured_hours)
 
@@ -278,14 +328,14 @@ class _Estimator:
     def _hours_text(hours: float | None) -> str:
         return "its hours" if hours is None else f"its {hours:g} h"
 
-    def _uncertain(self, item: str, message: str) -> None:
-        self.uncertainties.append(Uncertainty(item, message))
+    def _uncertain(self, code: Doubt, item: str, message: str) -> None:
+        self.uncertainties.append(Uncertainty(item, message, code))
 
     # -- quantities ----------------------------------------------------------------------------
     def measurements(self) -> list[Measurement]:
-        campaign, policy = self.a.campaign, self.plan.checkpoints
+        campaign, policy = self.campaign, self.plan.checkpoints
         out: list[Measurement] = []
-        for op, name in (("save", "checkpoint save"), ("transfer", "checkpoint transfer"), ("restore", "checkpoint restore")):
+        for op, name in (("save", Quantity.SAVE), ("transfer", Quantity.TRANSFER), ("restore", Quantity.RESTORE)):
             timed = [o for o in campaign.checkpoint_ops if o.op == op and o.seconds is not None and o.seconds > 0]
             value = median([o.seconds for o in timed if o.seconds is not None])
             out.append(Measurement(name, "s", None, value, len(timed),
@@ -293,19 +343,19 @@ class _Estimator:
                                    sorted({o.evidence for o in timed})[:10]))
         tests = [t for t in campaign.reload_tests if t.new_process]
         value = median([t.seconds for t in tests if t.seconds is not None])
-        out.append(Measurement("reload test in a new process", "s", None, value, len(tests),
+        out.append(Measurement(Quantity.RELOAD_TEST, "s", None, value, len(tests),
                                f"{plural(len(tests), 'test')} in a new process" if tests else "never done",
                                sorted({t.evidence for t in tests})[:10]))
-        interval = self.a.interval
-        out.append(Measurement("mean time between interruptions", "h", policy.mean_hours_between_interruptions,
+        interval = self.checkpoints.interval
+        out.append(Measurement(Quantity.MTBI, "h", policy.mean_hours_between_interruptions,
                                interval.mtbi_hours if interval.interruptions else None, interval.interruptions,
                                interval.mtbi_basis))
         evaluations = [e for e in campaign.evaluations if e.seconds]
         value = median([e.seconds for e in evaluations if e.seconds is not None])
-        out.append(Measurement("evaluation pass", "s", None, value, len(evaluations),
+        out.append(Measurement(Quantity.EVALUATION, "s", None, value, len(evaluations),
                                f"median of {plural(len(evaluations), 'timed evaluation')}" if evaluations else "never timed",
                                sorted({e.evidence for e in evaluations})[:10]))
-        for result in self.a.variants:
+        for result in self.variants:
             planned_rates = [s.steps_per_second for s in self.plan.schedule.steps
                              if s.variant == result.variant.id and s.steps_per_second]
             pace = self._pace(result.runs)
@@ -325,12 +375,12 @@ class _Estimator:
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
         seconds, steps, evidence = 0.0, 0, []
         for run_id in run_ids:
-            run = self.a.campaign.runs.get(run_id)
+            run = self.campaign.runs.get(run_id)
             if run is None or run.started_at is None:
                 continue
             end = run.ended_at or run.last_seen_at or run.started_at
-            pace = run_training(run, self.frames.get(run_id), self.a.campaign, self.a.statuses[run_id].status,
-                                self.a.checkpoints, run.started_at, end)
+            pace = run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
+                                self.checkpoints.by_run, run.started_at, end)
             if pace is not None:
                 seconds += pace.seconds - pace.long_seconds
                 steps += pace.steps
@@ -340,35 +390,34 @@ class _Estimator:
     def quantity_uncertainties(self, measurements: list[Measurement]) -> None:
         by_name = {m.quantity: m for m in measurements}
         policy = self.plan.checkpoints
-        if by_name["checkpoint save"].measured is None:
-            self._uncertain("checkpoint save", "No checkpoint save was timed: the save cost, and with it the save "
+        if by_name[Quantity.SAVE].measured is None:
+            self._uncertain(Doubt.NOT_MEASURED, Quantity.SAVE, "No checkpoint save was timed: the save cost, and with it the save "
                             "interval (R12), is unknown.")
-        if policy.goal == "resume_training" and by_name["checkpoint restore"].measured is None:
-            self._uncertain("checkpoint restore", "No checkpoint restore was timed: how long a resume takes is unknown.")
-        if (policy.location or self.a.checkpoints) and by_name["checkpoint transfer"].measured is None:
-            self._uncertain("checkpoint transfer", "No checkpoint transfer was timed: how long copying checkpoints off "
+        if policy.goal == "resume_training" and by_name[Quantity.RESTORE].measured is None:
+            self._uncertain(Doubt.NOT_MEASURED, Quantity.RESTORE, "No checkpoint restore was timed: how long a resume takes is unknown.")
+        if (policy.location or self.checkpoints.by_run) and by_name[Quantity.TRANSFER].measured is None:
+            self._uncertain(Doubt.NOT_MEASURED, Quantity.TRANSFER, "No checkpoint transfer was timed: how long copying checkpoints off "
                             "the machine takes is unknown.")
-        if policy.reload_test and by_name["reload test in a new process"].count == 0:
-            self._uncertain("reload test in a new process", "No checkpoint was reloaded in a new process (R12): "
+        if policy.reload_test and by_name[Quantity.RELOAD_TEST].count == 0:
+            self._uncertain(Doubt.NOT_MEASURED, Quantity.RELOAD_TEST, "No checkpoint was reloaded in a new process (R12): "
                             "whether resuming works is untested.")
-        interval = self.a.interval
+        interval = self.checkpoints.interval
         if not interval.interruptions:
             seen = f" in {interval.observed_gpu_hours:.1f} GPU h of runs" if interval.observed_gpu_hours else ""
             assumed = (f"; the plan's assumption of {policy.mean_hours_between_interruptions:g} h is untested"
                        if policy.mean_hours_between_interruptions else
                        "; the plan states no assumption, so no save interval is computed (R12)")
-            self._uncertain("mean time between interruptions", f"No interruption was observed{seen}: the mean "
+            self._uncertain(Doubt.NO_INTERRUPTION, Quantity.MTBI, f"No interruption was observed{seen}: the mean "
                             f"time between interruptions is unknown, and with it the interruption rate{assumed}.")
-        for text in interval.uncertainties:
-            if "cannot be computed" in text:
-                self._uncertain("save interval", text)
+        if interval.incomputable is not None:
+            self._uncertain(Doubt.INTERVAL_INCOMPUTABLE, Quantity.SAVE_INTERVAL, interval.incomputable)
         for m in measurements:
             if m.unit == "s/step" and m.measured is None:
-                self._uncertain(m.quantity, f"The planned {m.quantity} was never measured: no run logged timed steps.")
+                self._uncertain(Doubt.PACE_NOT_MEASURED, m.quantity, f"The planned {m.quantity} was never measured: no run logged timed steps.")
 
     # -- the suggested schedule ----------------------------------------------------------------
     def suggested(self, estimates: list[Estimate]) -> tuple[float, list[str]]:
-        figures = {e.id: e for e in estimates if e.kind == "step"}
+        figures = {e.id: e for e in estimates if e.kind == EstimateKind.STEP}
         left_out = [e.id for e in figures.values() if not e.in_schedule]
         steps = []
         for step in self.plan.schedule.steps:
@@ -397,16 +446,19 @@ class _Estimator:
         return out
 
 
-def next_campaign(analysis: Analysis) -> NextCampaign:
-    estimator = _Estimator(analysis)
+def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
+                  checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult]) -> NextCampaign:
+    """The next campaign's figures from the sections they rest on: the schedule as measured, the runs'
+    statuses and times, the checkpoints and save interval, the variance's causes and the variants."""
+    estimator = _Estimator(plan, campaign, schedule, runs, checkpoints, variance, variants)
     allowance, allowance_basis = estimator.allowance()
-    variants = {r.variant.id: estimator.variant(r, allowance) for r in analysis.variants}
-    steps = [estimator.step(item, allowance, variants) for item in analysis.schedule.steps]
+    by_variant = {r.variant.id: estimator.variant(r, allowance) for r in variants}
+    steps = [estimator.step(item, allowance, by_variant) for item in schedule.steps]
     measurements = estimator.measurements()
     estimator.quantity_uncertainties(measurements)
     hours, left_out = estimator.suggested(steps)
     return NextCampaign(
-        estimates=[*steps, *variants.values()],
+        estimates=[*steps, *by_variant.values()],
         measurements=measurements,
         uncertainties=estimator.uncertainties,
         allowance=allowance,

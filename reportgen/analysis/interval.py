@@ -20,7 +20,7 @@ from reportgen.model import Evidence
 from reportgen.numbers import median
 
 
-@dataclass
+@dataclass(frozen=True)
 class SaveInterval:
     save_cost_s: float | None
     save_count: int
@@ -33,6 +33,8 @@ class SaveInterval:
     daly_s: float | None = None
     uncertainties: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
+    # Why no interval came out although both C and M are known (non-finite figures); None otherwise.
+    incomputable: str | None = None
 
     @property
     def recommended_minutes(self) -> float | None:
@@ -91,12 +93,13 @@ def save_interval(save_seconds: list[float], save_evidence: list[Evidence], inte
         seen = f"in {gpu_hours:.1f} GPU h" if gpu_hours else "in the logs"
         uncertainties.append(f"The mean time between interruptions is unknown: none was observed {seen} and the plan "
                              "states no assumption (checkpoints.mean_hours_between_interruptions).")
-    result = SaveInterval(cost, len(usable), mtbi, basis, interruptions, gpu_hours, planned_minutes,
-                          uncertainties=uncertainties, evidence=sorted(set(save_evidence)))
+    young_s = daly_s = None
+    incomputable = None
     if cost is not None and mtbi is not None:
         young_s, daly_s = young(cost, mtbi * 3600.0), daly(cost, mtbi * 3600.0)
-        if math.isfinite(young_s) and math.isfinite(daly_s) and daly_s > 0:
-            result.young_s, result.daly_s = young_s, daly_s
-        else:
-            result.uncertainties.append(f"The save interval cannot be computed from C = {cost:g} s and M = {mtbi:g} h.")
-    return result
+        if not (math.isfinite(young_s) and math.isfinite(daly_s) and daly_s > 0):
+            young_s = daly_s = None
+            incomputable = f"The save interval cannot be computed from C = {cost:g} s and M = {mtbi:g} h."
+            uncertainties.append(incomputable)
+    return SaveInterval(cost, len(usable), mtbi, basis, interruptions, gpu_hours, planned_minutes, young_s, daly_s,
+                        uncertainties=uncertainties, evidence=sorted(set(save_evidence)), incomputable=incomputable)

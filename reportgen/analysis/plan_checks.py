@@ -7,8 +7,7 @@ import re
 from dataclasses import dataclass
 
 from reportgen.analysis.schedule import planned_hours, planned_timeline, window
-from reportgen.plan.load import KeyPath
-from reportgen.plan.schema import Plan, Variant
+from reportgen.plan.schema import KeyPath, Plan, Variant
 
 # R4: a schedule extrapolated from warm training steps forgets these.
 END_TO_END_KINDS = {

@@ -5,8 +5,18 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.schedule import hours_between
-from reportgen.model import Campaign, Evidence, LogMessage, Run
+from reportgen.analysis.status import RunStatus
+from reportgen.model import (
+    Campaign,
+    Evidence,
+    LogMessage,
+    Problem,
+    Run,
+    UnlinkedSource,
+    WarningCode,
+)
 from reportgen.plan.schema import Plan
 
 # Config keys naming how many optimizer steps a full run takes.
@@ -115,6 +125,84 @@ def machine(run: Run) -> Machine | None:
     return Machine(**{name: found.get(name) for name in MACHINE_FIELDS}, evidence=tuple(evidence))  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class GpuTime:
+    """GPU time per run status against the GPU time rented (R5, R10): interrupted runs cost too.
+
+    Training runs are counted under their status; an evaluation run trained nothing, so its time
+    is a line of its own ("evaluation"). Runs with no measured time are named, not counted as zero."""
+
+    rented_gpu_hours: float
+    by_status: dict[str, float]
+    gpu_hours: float | None  # held by runs, all statuses; None when no run's time was measured
+    busy_fraction: float | None  # gpu_hours over rented_gpu_hours (R5); None when either is unknown or zero
+    without_gpu_time: list[str]
+    training_runs_by_status: dict[str, int]
+    evaluation_runs: int
+
+
+def gpu_time(plan: Plan, campaign: Campaign, order: list[str], statuses: dict[str, RunStatus],
+             times: dict[str, RunTime]) -> GpuTime:
+    rented = sum(lot.gpus * lot.days * 24.0 for lot in plan.order.lots)
+    by_status: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    unmeasured = []
+    for run_id in order:
+        training = campaign.runs[run_id].kind == "training"
+        if training:
+            counts[statuses[run_id].status] = counts.get(statuses[run_id].status, 0) + 1
+        held = times[run_id].gpu_hours
+        if held is None:
+            unmeasured.append(run_id)
+            continue
+        bucket = statuses[run_id].status if training else "evaluation"
+        by_status[bucket] = by_status.get(bucket, 0.0) + held
+    total = sum(by_status.values()) if by_status else None
+    return GpuTime(
+        rented_gpu_hours=rented,
+        by_status=dict(sorted(by_status.items())),
+        gpu_hours=total,
+        busy_fraction=total / rented if total is not None and rented > 0 else None,
+        without_gpu_time=unmeasured,
+        training_runs_by_status=dict(sorted(counts.items())),
+        evaluation_runs=sum(1 for run_id in order if campaign.runs[run_id].kind != "training"),
+    )
+
+
+@dataclass(frozen=True)
+class Unlinked:
+    """A captured log (or a process in one) no evidence ties to a run, with the messages it holds."""
+
+    source: UnlinkedSource
+    messages: list[LogMessage]
+
+
+def unlinked(campaign: Campaign) -> list[Unlinked]:
+    out = []
+    for item in campaign.unlinked:
+        lo, hi = item.lines or (1, None)
+        said = [m for m in campaign.messages if m.run is None and m.evidence.path == item.path
+                and m.evidence.line is not None and lo <= m.evidence.line and (hi is None or m.evidence.line <= hi)]
+        out.append(Unlinked(item, said))
+    return out
+
+
+@dataclass(frozen=True)
+class RunsReport:
+    """The runs section: each run's variant, status, time, machine and continuations, in chain order."""
+
+    order: list[str]  # by name, each continuation right after the run it resumes
+    variants: dict[str, str | None]
+    statuses: dict[str, RunStatus]
+    times: dict[str, RunTime]
+    continued_by: dict[str, list[str]]
+    evaluated_by: dict[str, list[str]]
+    machines: dict[str, Machine | None]
+    non_finite: dict[str, list[NonFinite]]
+    gpu_time: GpuTime
+    unlinked: list[Unlinked]
+
+
 def continuations(campaign: Campaign) -> dict[str, list[str]]:
     """For each run, the runs that resume it (R11: a resumed run continues the one it resumes)."""
     out: dict[str, list[str]] = {}
@@ -156,13 +244,13 @@ def chain(run_id: str, campaign: Campaign) -> list[str]:
     return ids[::-1]
 
 
-def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> list[tuple[Evidence | None, str]]:
+def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> list[Problem]:
     """One configuration under several ids is fine within a variant (repeats), not across variants."""
     by_config: dict[str, list[str]] = {}
     for run_id, run in campaign.runs.items():
         if run.config_id is not None:
             by_config.setdefault(run.config_id, []).append(run_id)
-    problems: list[tuple[Evidence | None, str]] = []
+    problems: list[Problem] = []
     for config, run_ids in sorted(by_config.items()):
         variants = sorted({v for r in run_ids if (v := run_variants.get(r)) is not None})
         if len(variants) > 1:
@@ -170,7 +258,7 @@ def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> 
             where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
             message = (f"runs {', '.join(run_ids)} have the same configuration ({config}) but belong to "
                        f"different variants ({', '.join(variants)}): the variants do not differ in what was run")
-            problems.append((where, message))
+            problems.append(Problem.at(where, message, WarningCode.SAME_CONFIG_ACROSS_VARIANTS))
     return problems
 
 

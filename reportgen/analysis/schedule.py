@@ -9,7 +9,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from reportgen.model import Campaign, Evidence, Run
+from reportgen.model import Campaign, EventKind, Evidence, Run
 from reportgen.plan.schema import HUMAN_RESOURCE, Plan, ScheduleStep
 
 
@@ -28,8 +28,14 @@ class Window:
 @dataclass(frozen=True)
 class PlannedSlot:
     step: ScheduleStep
-    start_h: float
+    start_h: float  # hours from the window's start
     end_h: float
+
+    def start_at(self, origin: datetime) -> datetime:
+        return origin + timedelta(hours=self.start_h)
+
+    def end_at(self, origin: datetime) -> datetime:
+        return origin + timedelta(hours=self.end_h)
 
 
 @dataclass
@@ -150,7 +156,7 @@ def _from_marks(step_id: str, campaign: Campaign) -> ActualSpan | None:
     opened: datetime | None = None
     span = ActualSpan(basis="step events", evidence=[m.evidence for m in marks])
     for mark in marks:
-        if mark.kind == "start":
+        if mark.kind == EventKind.START:
             opened = opened or mark.at
             span.start = span.start or mark.at
         elif opened is not None:

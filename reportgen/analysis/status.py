@@ -17,23 +17,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reportgen.model import FATAL_MESSAGES, STOPPED_BY_LOOP, Campaign, Evidence, Run
+from reportgen.model import (
+    FATAL_MESSAGES,
+    STOPPED_BY_LOOP,
+    Campaign,
+    EventKind,
+    Evidence,
+    Run,
+    Status,
+    StoppedBy,
+)
 
-STOPPED_BY_RULE = "stop rule"
+STOPPED_BY_RULE = StoppedBy.STOP_RULE
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunStatus:
-    status: str  # completed | stopped | interrupted | unknown
+    status: Status
     reason: str
     evidence: list[Evidence] = field(default_factory=list)
-    by: str | None = None  # for `stopped`: "script" (a logged stop), "training loop" (early stopping) or "stop rule"
+    by: StoppedBy | None = None  # for `stopped`: who stopped it
+
+    @property
+    def stopped_by(self) -> StoppedBy | None:
+        """Who stopped a stopped run; None for any other status."""
+        return self.by if self.status == Status.STOPPED else None
 
     @property
     def stopped_by_rule(self) -> bool:
         """Stopped by a rule of the plan (logged or found in the logs): its results are not approved (R10).
         A run the training loop stopped (early stopping) ended as its configuration asked."""
-        return self.status == "stopped" and self.by != STOPPED_BY_LOOP
+        return self.status == Status.STOPPED and self.by != STOPPED_BY_LOOP
 
 
 def run_status(run: Run, campaign: Campaign) -> RunStatus:
@@ -42,27 +56,27 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
                    key=lambda s: (s.by == STOPPED_BY_LOOP, s.at is None, s.at.timestamp() if s.at else 0.0, s.evidence))
     if stops:
         first = stops[0]
-        return RunStatus("stopped", first.reason, [s.evidence for s in stops], by=first.by)
+        return RunStatus(Status.STOPPED, first.reason, [s.evidence for s in stops], by=first.by)
     messages = [m for m in campaign.messages if m.run == run.id]
     early = [m for m in messages if m.kind == "early_stop"]
     if early:
-        return RunStatus("stopped", f"early stopping: {early[-1].message}", [m.evidence for m in early], by=STOPPED_BY_LOOP)
+        return RunStatus(Status.STOPPED, f"early stopping: {early[-1].message}", [m.evidence for m in early], by=STOPPED_BY_LOOP)
     loop = [f for f in run.facts if f.status == STOPPED_BY_LOOP]
     if loop:
-        return RunStatus("stopped", loop[0].reason or "the training loop stopped itself", [f.evidence for f in loop],
+        return RunStatus(Status.STOPPED, loop[0].reason or "the training loop stopped itself", [f.evidence for f in loop],
                          by=STOPPED_BY_LOOP)
     if run.end_status is not None:
         end = [run.end_evidence] if run.end_evidence else []
-        if run.end_status == "completed":
-            return RunStatus("completed", "the run logged its end", end)
-        if run.end_status == "stopped":
-            return RunStatus("stopped", "the run ended with status 'stopped'", end, by="script")
-        return RunStatus("interrupted", f"the run ended with status '{run.end_status}'", end)
-    completed = [f for f in run.facts if f.status == "completed"]
+        if run.end_status == Status.COMPLETED:
+            return RunStatus(Status.COMPLETED, "the run logged its end", end)
+        if run.end_status == Status.STOPPED:
+            return RunStatus(Status.STOPPED, "the run ended with status 'stopped'", end, by=StoppedBy.SCRIPT)
+        return RunStatus(Status.INTERRUPTED, f"the run ended with status '{run.end_status}'", end)
+    completed = [f for f in run.facts if f.status == Status.COMPLETED]
     finished = [m for m in messages if m.kind == "finished"]
     if completed or finished:
         reason = completed[0].reason if completed else finished[0].message
-        return RunStatus("completed", reason or "a source records the end of training",
+        return RunStatus(Status.COMPLETED, reason or "a source records the end of training",
                          [f.evidence for f in completed] + [m.evidence for m in finished])
     cut = _cut(run, campaign, messages)
     if cut is not None:
@@ -74,17 +88,17 @@ def _cut(run: Run, campaign: Campaign, messages: list) -> RunStatus | None:
     """Evidence that the run was cut before its end, strongest first."""
     fatal = [m for m in messages if m.kind in FATAL_MESSAGES]
     if fatal:
-        return RunStatus("interrupted", fatal[-1].message, [m.evidence for m in fatal])
-    failed = [f for f in run.facts if f.status == "interrupted"]
+        return RunStatus(Status.INTERRUPTED, fatal[-1].message, [m.evidence for m in fatal])
+    failed = [f for f in run.facts if f.status == Status.INTERRUPTED]
     if failed:
-        return RunStatus("interrupted", failed[0].reason or "a source shows the run did not finish",
+        return RunStatus(Status.INTERRUPTED, failed[0].reason or "a source shows the run did not finish",
                          [f.evidence for f in failed])
     # A file cut off mid-record tells of its own run only: a log shared by several runs could be cut by any.
     shared = {p for other in campaign.runs.values() if other.id != run.id for p in other.sources}
     sources = set(run.sources) - shared
     cut_off = sorted(info.path for info in campaign.inputs if info.cut_off and info.path in sources)
     if cut_off:
-        return RunStatus("interrupted", f"{cut_off[0]} is cut off mid-record: its writer was stopped",
+        return RunStatus(Status.INTERRUPTED, f"{cut_off[0]} is cut off mid-record: its writer was stopped",
                          [Evidence(p) for p in cut_off])
     later = sorted(r.id for r in campaign.runs.values() if r.resumes == run.id)
     if later:
@@ -94,20 +108,20 @@ def _cut(run: Run, campaign: Campaign, messages: list) -> RunStatus | None:
         evidence = [e for d in after.identity if d.decision == "resumes" for e in d.evidence]
         if not evidence and after.sources:
             evidence = [Evidence(after.sources[0])]
-        return RunStatus("interrupted", f"it has no end of its own and {later[0]} continues it{where}", evidence)
+        return RunStatus(Status.INTERRUPTED, f"it has no end of its own and {later[0]} continues it{where}", evidence)
     return None
 
 
 def _unknown(run: Run, campaign: Campaign, messages: list) -> RunStatus:
     shown = [f"{f.reason} ({f.evidence.path})" for f in run.facts if f.status is None and f.reason]
-    started = any(e.kind == "start" for e in campaign.run_events if e.run == run.id)
+    started = any(e.kind == EventKind.START for e in campaign.run_events if e.run == run.id)
     if started:
         shown.insert(0, "it logged its start but no end")
     if not run.facts and not messages and not started and not run.sources:
-        return RunStatus("unknown", "neither a start nor an end was logged", [])
+        return RunStatus(Status.UNKNOWN, "neither a start nor an end was logged", [])
     what = "; ".join(shown) if shown else f"its sources ({', '.join(run.formats) or 'none'}) record no end"
     evidence = [f.evidence for f in run.facts if f.status is None and f.reason]
     if started and run.start_evidence is not None:
         evidence.insert(0, run.start_evidence)
-    return RunStatus("unknown", f"no source records how it ended: {what}; no crash message, cut-off file or later "
+    return RunStatus(Status.UNKNOWN, f"no source records how it ended: {what}; no crash message, cut-off file or later "
                      "continuation says it was cut", evidence)

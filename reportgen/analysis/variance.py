@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
@@ -45,26 +46,44 @@ from reportgen.model import (
     Campaign,
     CheckpointOp,
     Evaluation,
+    EventKind,
     Evidence,
     ReloadTest,
     Run,
+    Status,
     by_run,
 )
 from reportgen.numbers import figure
 
-CAUSES = ("start-up", "evaluation", "checkpoints", "writing outputs", "lost work", "downtime", "waiting",
-          "long inputs", "throughput", "stopped early")
+
+class CauseName(StrEnum):
+    """The causes a variance is split into (the list above), in the order they are shown."""
+
+    START_UP = "start-up"
+    EVALUATION = "evaluation"
+    CHECKPOINTS = "checkpoints"
+    WRITING_OUTPUTS = "writing outputs"
+    LOST_WORK = "lost work"
+    DOWNTIME = "downtime"
+    WAITING = "waiting"
+    LONG_INPUTS = "long inputs"
+    THROUGHPUT = "throughput"
+    STOPPED_EARLY = "stopped early"
+    BETWEEN_STEPS = "waiting between steps"  # the campaign's only: no measured step in progress
+
+
+CAUSES = tuple(c for c in CauseName if c is not CauseName.BETWEEN_STEPS)  # a step's causes
+INTERRUPTION_CAUSES = (CauseName.LOST_WORK, CauseName.DOWNTIME)
 # Metrics that say how long a step's inputs were: per step, or (num_input_tokens_seen) a running total.
 LENGTH_METRICS = ("tokens", "input_tokens", "seq_len", "sequence_length", "input_length", "max_seq_len")
 CUMULATIVE_LENGTH_METRICS = ("num_input_tokens_seen",)
 LONG_INPUT_MESSAGES = ("too_long", "truncation")
-BETWEEN_STEPS = "waiting between steps"
 LONG_FACTOR = 1.25  # tokens a step this far above the run's median mark a stretch of long inputs
 
 
 @dataclass
 class Cause:
-    cause: str
+    cause: CauseName
     hours: float
     evidence: list[Evidence] = field(default_factory=list)
     note: str | None = None
@@ -94,12 +113,21 @@ def _clip(start: datetime, end: datetime, lo: datetime, hi: datetime) -> float:
     return hours_between(a, b) if b > a else 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Row:
+    """A timed metric row: when, at which step, and where it was logged."""
+
+    at: datetime
+    step: int
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
 class _Pace:
     """A run's first and last timed metric rows and its seconds per step between them."""
 
-    first: tuple[datetime, int, Evidence]
-    last: tuple[datetime, int, Evidence]
+    first: _Row
+    last: _Row
     seconds_per_step: float | None
 
 
@@ -111,19 +139,19 @@ def _pace(frame: pd.DataFrame | None) -> _Pace | None:
         return None
     first, last = timed.loc[timed["ts"].idxmin()], timed.loc[timed["ts"].idxmax()]
 
-    def where(row) -> tuple[datetime, int, Evidence]:
+    def where(row) -> _Row:
         line = None if pd.isna(row["line"]) else int(row["line"])
-        return row["ts"].to_pydatetime(), int(row["step"]), Evidence(str(row["path"]), line)
+        return _Row(row["ts"].to_pydatetime(), int(row["step"]), Evidence(str(row["path"]), line))
 
     a, b = where(first), where(last)
-    rate = (b[0] - a[0]).total_seconds() / (b[1] - a[1]) if b[1] > a[1] else None
+    rate = (b.at - a.at).total_seconds() / (b.step - a.step) if b.step > a.step else None
     return _Pace(a, b, rate)
 
 
 def run_training(run: Run, frame: pd.DataFrame | None, campaign: Campaign, status: str,
                  checkpoints: dict[str, list[RunCheckpoint]], lo: datetime, hi: datetime) -> TrainingPace | None:
     """A run's training pace inside [lo, hi]; an interrupted run only to its last save (the rest is lost work)."""
-    if frame is not None and status == "interrupted":
+    if frame is not None and status == Status.INTERRUPTED:
         crash = run.last_seen_at or run.ended_at or run.started_at
         if crash is not None:
             frame = frame[frame["ts"].notna() & (frame["ts"] <= last_save_before(run, crash, checkpoints))]
@@ -153,7 +181,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             checkpoints: dict[str, list[RunCheckpoint]]) -> dict[str, StepVariance]:
     """Every measured step's variance split into causes; steps with no actual time are left out."""
     frames = campaign.frames_by_run()
-    starts = {e.run: e.step for e in campaign.run_events if e.kind == "start" and e.step is not None}
+    starts = start_steps(campaign)
     evaluations, operations, tests = by_run(campaign.evaluations), by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
     out: dict[str, StepVariance] = {}
     for item in schedule.steps:
@@ -173,14 +201,14 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
             _run_causes(step, run, started, following, frames.get(run.id), starts.get(run.id, 0), timed,
                         statuses[run.id], campaign, checkpoints)
         if timed_runs:
-            step.add("waiting", _idle(lo, hi, step.busy), *span.evidence[:2])
+            step.add(CauseName.WAITING, _idle(lo, hi, step.busy), *span.evidence[:2])
         if step.trained_steps:
             measured = figure(step.trained_seconds / step.trained_steps)
-            step.totals["throughput"].note = (
+            step.totals[CauseName.THROUGHPUT].note = (
                 f"{measured} s a step measured over {step.trained_steps:,} steps (evaluations, checkpoints "
                 f"and long-input stretches taken out) against the planned {figure(1.0 / (step.steps_per_second or 1.0))} s")
-        causes = [c for c in step.totals.values() if c.hours > 0 or (c.cause == "throughput" and step.trained_steps)
-                  or (c.cause == "stopped early" and c.hours < 0)]
+        causes = [c for c in step.totals.values() if c.hours > 0 or (c.cause == CauseName.THROUGHPUT and step.trained_steps)
+                  or (c.cause == CauseName.STOPPED_EARLY and c.hours < 0)]
         for cause in causes:
             cause.evidence = sorted(set(cause.evidence))[:20]
         out[item.step.id] = StepVariance(item.step.hours, span.hours, causes, step=item.step.id)
@@ -194,45 +222,46 @@ def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, 
     end = run.ended_at or run.last_seen_at or started
     step.busy.append((started, end))
     pace = _pace(frame)
-    if pace is not None and (pace.seconds_per_step is not None or pace.first[1] <= begins + 1):
+    if pace is not None and (pace.seconds_per_step is not None or pace.first.step <= begins + 1):
         # The first logged step came after some steps of work; the time before those is start-up.
         # Without a pace (one timed row) that split is unknown, and nothing is counted.
-        worked = max(0, pace.first[1] - begins) * (pace.seconds_per_step or 0.0)
-        ready = pace.first[0] - timedelta(seconds=worked)
-        step.add("start-up", step.clip(started, ready), run.start_evidence, pace.first[2])
+        worked = max(0, pace.first.step - begins) * (pace.seconds_per_step or 0.0)
+        ready = pace.first.at - timedelta(seconds=worked)
+        step.add(CauseName.START_UP, step.clip(started, ready), run.start_evidence, pace.first.evidence)
     for record in timed:
         if record.seconds and record.at is not None and step.lo <= record.at <= step.hi:
-            cause = "evaluation" if isinstance(record, Evaluation) else "checkpoints"
+            cause = CauseName.EVALUATION if isinstance(record, Evaluation) else CauseName.CHECKPOINTS
             step.add(cause, _ended(record.seconds, record.at, step.lo), record.evidence)
-    if status.status == "interrupted":
-        crash = run.last_seen_at or end
-        step.add("lost work", step.clip(last_save_before(run, crash, checkpoints), crash),
+    lost = lost_work(run, status, checkpoints)
+    if lost is not None:
+        saved, crash = lost
+        step.add(CauseName.LOST_WORK, step.clip(saved, crash),
                  *(status.evidence or run_evidence(run)), *_save_evidence(run, crash, checkpoints))
         if following is not None and following[1] > crash:
-            step.add("downtime", step.clip(crash, following[1]),
+            step.add(CauseName.DOWNTIME, step.clip(crash, following[1]),
                      *([following[0].start_evidence] if following[0].start_evidence else run_evidence(following[0])))
             step.busy.append((crash, following[1]))  # counted as downtime, not waiting
     elif run.ended_at is not None and pace is not None:
         # Steps after the last logged one (to the run's last step) were work, not output writing.
-        remaining = ((run.last_step or pace.last[1]) - pace.last[1]) * (pace.seconds_per_step or 0.0)
-        done = pace.last[0] + timedelta(seconds=max(0.0, remaining))
-        step.add("writing outputs", step.clip(done, run.ended_at), pace.last[2], run.end_evidence)
+        remaining = ((run.last_step or pace.last.step) - pace.last.step) * (pace.seconds_per_step or 0.0)
+        done = pace.last.at + timedelta(seconds=max(0.0, remaining))
+        step.add(CauseName.WRITING_OUTPUTS, step.clip(done, run.ended_at), pace.last.evidence, run.end_evidence)
     training = run_training(run, frame, campaign, status.status, checkpoints, step.lo, step.hi)
     rate = step.steps_per_second
     if training is not None:
-        step.add("long inputs", training.long_seconds / 3600.0, *training.long_evidence)
+        step.add(CauseName.LONG_INPUTS, training.long_seconds / 3600.0, *training.long_evidence)
         if rate is not None:
-            throughput = step.totals["throughput"]
+            throughput = step.totals[CauseName.THROUGHPUT]
             throughput.hours += (training.seconds - training.long_seconds - training.steps / rate) / 3600.0
             throughput.evidence += training.evidence
             step.trained_steps += training.steps
             step.trained_seconds += training.seconds - training.long_seconds
     total = total_steps(run)
-    if status.status == "stopped" and total is not None and run.last_step is not None and total[0] > run.last_step:
+    if status.status == Status.STOPPED and total is not None and run.last_step is not None and total[0] > run.last_step:
         # A stop saves the steps it did not run: at the planned pace when the step states one, else the measured.
         per_step = 1.0 / rate if rate else (training.seconds_per_step if training is not None else None)
         if per_step is not None:
-            stopped = step.totals["stopped early"]
+            stopped = step.totals[CauseName.STOPPED_EARLY]
             stopped.hours -= (total[0] - run.last_step) * per_step / 3600.0
             stopped.evidence += status.evidence or run_evidence(run)
             stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
@@ -253,8 +282,8 @@ def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], 
             total.hours += cause.hours
             total.evidence += cause.evidence
     if gaps:
-        totals[BETWEEN_STEPS] = Cause(BETWEEN_STEPS, sum(g.hours for g in gaps), [e for g in gaps for e in g.evidence])
-    causes = [c for name in (*CAUSES, BETWEEN_STEPS) if (c := totals.get(name)) is not None]
+        totals[CauseName.BETWEEN_STEPS] = Cause(CauseName.BETWEEN_STEPS, sum(g.hours for g in gaps), [e for g in gaps for e in g.evidence])
+    causes = [c for name in (*CAUSES, CauseName.BETWEEN_STEPS) if (c := totals.get(name)) is not None]
     for cause in causes:
         cause.evidence = sorted(set(cause.evidence))[:20]
     return Variance(schedule.planned_hours, schedule.actual_hours, causes)
@@ -290,6 +319,54 @@ def between_steps(schedule: ScheduleReport) -> list[Gap]:
         if reach is None or end > reach[0]:
             reach = (end, item)
     return gaps
+
+
+@dataclass(frozen=True)
+class VarianceReport:
+    """The variance section: each step's planned to actual hours split into causes, the waiting
+    between steps, and the whole campaign's (planned span + explained + unexplained = actual span)."""
+
+    steps: dict[str, StepVariance]  # measured steps only
+    gaps: list[Gap]
+    total: Variance | None  # None until the campaign's actual span is known
+    unexplained: dict[str, float | None]  # every step: what no cause covers (a step not measured: None)
+
+    @property
+    def between_steps_hours(self) -> float:
+        return sum(g.hours for g in self.gaps)
+
+    def causes(self, step_id: str) -> list[Cause]:
+        found = self.steps.get(step_id)
+        return found.causes if found is not None else []
+
+
+def variance_report(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
+                    checkpoints: dict[str, list[RunCheckpoint]]) -> VarianceReport:
+    steps = explain(schedule, campaign, statuses, checkpoints)
+    gaps = between_steps(schedule)
+    unexplained = {item.step.id: steps[item.step.id].unexplained_hours if item.step.id in steps else item.variance_hours
+                   for item in schedule.steps}
+    return VarianceReport(steps, gaps, campaign_variance(schedule, steps, gaps), unexplained)
+
+
+def start_steps(campaign: Campaign) -> dict[str, int]:
+    """The step each run logged at its first start (a resumed run starts past 0); runs that logged none are left out."""
+    out: dict[str, int] = {}
+    for event in sorted(campaign.run_events, key=lambda e: (e.at, e.evidence)):
+        if event.kind == EventKind.START and event.step is not None:
+            out.setdefault(event.run, event.step)
+    return out
+
+
+def lost_work(run: Run, status: RunStatus, checkpoints: dict[str, list[RunCheckpoint]]) -> tuple[datetime, datetime] | None:
+    """The work an interrupted run lost (R11): from its last save (else its start) to its crash, the
+    last thing it logged; None for a run that was not interrupted or has no time at all."""
+    if status.status != Status.INTERRUPTED:
+        return None
+    crash = run.last_seen_at or run.ended_at or run.started_at
+    if crash is None:
+        return None
+    return last_save_before(run, crash, checkpoints), crash
 
 
 def last_save_before(run: Run, crash: datetime, checkpoints: dict[str, list[RunCheckpoint]]) -> datetime:

@@ -6,6 +6,7 @@ import fnmatch
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
 from reportgen.analysis.status import STOPPED_BY_RULE, RunStatus
 from reportgen.analysis.stops import Ledger, Stop, first_stop
@@ -14,34 +15,52 @@ from reportgen.model import (
     Evaluation,
     Evidence,
     LoggedDecision,
+    Problem,
+    Status,
+    WarningCode,
 )
 from reportgen.plan.schema import Plan, Variant
 
 DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}
 
 
-@dataclass
+class VariantVerdict(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    STOPPED = "stopped"  # the ledger names a stop of its runs
+    NOT_RUN = "not_run"
+    NOT_EVALUATED = "not_evaluated"  # no run that reached its end carries a value of the metric
+    DROPPED = "dropped"  # at a decision point (R3), not failed
+
+
+class CampaignVerdict(StrEnum):
+    POSITIVE = "positive"
+    NEGATIVE = "negative"  # a complete answer (R1)
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
 class VariantResult:
     variant: Variant
-    verdict: str  # passed | failed | stopped | not_run | not_evaluated | dropped
+    verdict: VariantVerdict
     reason: str
     runs: list[str]
     value: float | None = None
     evidence: list[Evidence] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
-    verdict: str  # positive | negative | inconclusive
+    verdict: CampaignVerdict
     conclusion: str
 
 
-def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | None], list[tuple[Evidence | None, str]]]:
+def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | None], list[Problem]]:
     """Which variant each run belongs to: the run's own word first, then the plan's globs; an
     evaluation run belongs to the variant of the run it evaluates."""
     known = {v.id for v in plan.variants}
     mapping: dict[str, str | None] = {}
-    problems: list[tuple[Evidence | None, str]] = []
+    problems: list[Problem] = []
     for run_id, run in campaign.runs.items():
         if run.evaluates is not None:
             continue
@@ -49,11 +68,11 @@ def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | Non
         where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
         if run.variant is not None:
             if run.variant not in known:
-                problems.append((where, f"run '{run_id}' names variant '{run.variant}', which the plan does not have"))
+                problems.append(Problem.at(where, f"run '{run_id}' names variant '{run.variant}', which the plan does not have", WarningCode.NOT_IN_PLAN))
             mapping[run_id] = run.variant if run.variant in known else None
             continue
         if len(matches) > 1:
-            problems.append((where, f"run '{run_id}' matches the run patterns of several variants: {', '.join(matches)}"))
+            problems.append(Problem.at(where, f"run '{run_id}' matches the run patterns of several variants: {', '.join(matches)}", WarningCode.AMBIGUOUS_VARIANT))
         mapping[run_id] = matches[0] if matches else None
     for run_id, run in campaign.runs.items():
         if run.evaluates is not None:
@@ -75,13 +94,13 @@ def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
     if logged.stopped_by_rule:
         logged_steps = [s.logged.step for s in stops if s.logged is not None and s.logged.step is not None]
         if first.evaluated.step is not None and logged_steps and first.evaluated.step < min(logged_steps):
-            return RunStatus("stopped", f"{logged.reason}; the logs meet {first.rule} earlier, at step "
-                             f"{first.evaluated.step}", logged.evidence + first.evaluated.evidence)
+            return RunStatus(Status.STOPPED, f"{logged.reason}; the logs meet {first.rule} earlier, at step "
+                             f"{first.evaluated.step}", logged.evidence + first.evaluated.evidence, by=logged.by)
         return logged
-    if logged.status not in ("completed", "unknown") and not (logged.status == "stopped" and not logged.stopped_by_rule):
+    if logged.status not in (Status.COMPLETED, Status.UNKNOWN) and not (logged.status == Status.STOPPED and not logged.stopped_by_rule):
         return logged
-    went_on = "; the run itself went on to its end" if logged.status == "completed" else ""
-    return RunStatus("stopped", f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",
+    went_on = "; the run itself went on to its end" if logged.status == Status.COMPLETED else ""
+    return RunStatus(Status.STOPPED, f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",
                      first.evaluated.evidence + logged.evidence, by=STOPPED_BY_RULE)
 
 
@@ -112,8 +131,8 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     for variant in plan.variants:
         run_ids = [r for r, v in run_variants.items() if v == variant.id and campaign.runs[r].kind == "training"]
         drop = _drop_decision(variant.id, campaign.decisions)
-        ended = [r for r in run_ids if statuses[r].status == "completed"
-                 or (statuses[r].status == "stopped" and not statuses[r].stopped_by_rule)]
+        ended = [r for r in run_ids if statuses[r].status == Status.COMPLETED
+                 or (statuses[r].status == Status.STOPPED and not statuses[r].stopped_by_rule)]
         counted = {r: r for r in run_ids} | {e: r for r in run_ids for e in evaluated_by.get(r, [])}
         evaluations = [e for e in campaign.evaluations if e.run in counted]
         final = _final_evaluation([e for e in evaluations if counted[e.run] in ended], quality.metric)
@@ -123,26 +142,26 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
         op = ">=" if quality.direction == "higher" else "<="
         stops = [s for r in run_ids for s in ledger.for_run(r)]
         if final is None and drop:  # R3: dropped at a decision point, not failed
-            verdict, reason = "dropped", f"dropped at {drop.point}: {drop.reason or drop.decision}"
+            verdict, reason = VariantVerdict.DROPPED, f"dropped at {drop.point}: {drop.reason or drop.decision}"
             evidence = evidence + [drop.evidence]
         elif not run_ids:
-            verdict, reason = "not_run", "no run of this variant was found in the logs"
+            verdict, reason = VariantVerdict.NOT_RUN, "no run of this variant was found in the logs"
         elif final is None and stops:
-            verdict = "stopped"
+            verdict = VariantVerdict.STOPPED
             reason = "; ".join(f"{s.run}: {s.rule or 'stop'} ({s.reason})" for s in stops)
             evidence = evidence + [e for s in stops for e in s.evidence]
         elif final is None:
-            verdict = "not_evaluated"
+            verdict = VariantVerdict.NOT_EVALUATED
             how = "; ".join(f"{r}: {statuses[r].status}" for r in run_ids)
             reason = (f"no run of it that reached its end carries a value of {quality.metric} ({how})" if ended or shown
                       else f"no run of it reached its end with a value of {quality.metric} ({how})")
             evidence = evidence + [e for r in run_ids for e in statuses[r].evidence]
         elif not math.isfinite(value):
-            verdict, reason = "failed", f"final {quality.metric} is {value}"
+            verdict, reason = VariantVerdict.FAILED, f"final {quality.metric} is {value}"
         elif meets(value, quality.threshold, quality.direction):
-            verdict, reason = "passed", f"final {quality.metric} {value:.4g} {op} {quality.threshold:g}"
+            verdict, reason = VariantVerdict.PASSED, f"final {quality.metric} {value:.4g} {op} {quality.threshold:g}"
         else:
-            verdict, reason = "failed", f"final {quality.metric} {value:.4g} is not {op} {quality.threshold:g}"
+            verdict, reason = VariantVerdict.FAILED, f"final {quality.metric} {value:.4g} is not {op} {quality.threshold:g}"
         results.append(VariantResult(variant, verdict, reason, run_ids, value, evidence))
     return results
 
@@ -152,17 +171,16 @@ def campaign_verdict(plan: Plan, results: list[VariantResult]) -> Verdict:
     metric, threshold = plan.quality.metric, plan.quality.threshold
     op = ">=" if plan.quality.direction == "higher" else "<="
     variants = [r for r in results if r.variant.role == "variant"]
-    passed = [r for r in variants if r.verdict == "passed"]
+    passed = [r for r in variants if r.verdict == VariantVerdict.PASSED]
     if passed:
         names = ", ".join(f"{r.variant.id} ({r.value:.4g})" for r in passed)
-        return Verdict("positive", f"{names} met {metric} {op} {threshold:g}.")
+        return Verdict(CampaignVerdict.POSITIVE, f"{names} met {metric} {op} {threshold:g}.")
     required = [r for r in variants if r.variant.category == "required"]
-    undecided = [r for r in required if r.verdict != "failed"]
+    undecided = [r for r in required if r.verdict != VariantVerdict.FAILED]
     if required and not undecided:
-        return Verdict(
-            "negative",
+        return Verdict(CampaignVerdict.NEGATIVE,
             f"No variant met {metric} {op} {threshold:g}: every required variant was evaluated and fell short. "
             "This answers the question: the variants tried do not reach the threshold.",
         )
     missing = ", ".join(f"{r.variant.id} ({r.verdict.replace('_', ' ')})" for r in undecided) or "no required variant"
-    return Verdict("inconclusive", f"No variant met {metric} {op} {threshold:g}, and not every required variant was evaluated: {missing}.")
+    return Verdict(CampaignVerdict.INCONCLUSIVE, f"No variant met {metric} {op} {threshold:g}, and not every required variant was evaluated: {missing}.")

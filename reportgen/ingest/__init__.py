@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pandas as pd
 from reportgen.boundary import inside, open_file, refusal, resolved
 from reportgen.errors import InputError, during
 from reportgen.ingest import bench, formats, identity
+from reportgen.ingest.excerpts import Excerpt, excerpts  # noqa: F401 (re-exported: build quotes through ingest)
 from reportgen.ingest.identity import config_id
 from reportgen.model import (
     METRIC_FRAME_COLUMNS,
@@ -27,12 +27,14 @@ from reportgen.model import (
     LoggedStop,
     LogMessage,
     ManifestEntry,
+    Problem,
     ReloadTest,
     Run,
     RunEvent,
     RunFacts,
     StepMark,
     UnlinkedSource,
+    WarningCode,
     same_path,
 )
 from reportgen.plan.freeze import RECORD_DIR
@@ -306,7 +308,7 @@ def _build_runs(campaign: Campaign) -> None:
                 if run.config_id is not None and run.config_id != new_id:
                     message = (f"run '{run.id}' started again with a different configuration "
                                f"({run.config_id} then {new_id}); a changed configuration needs a new run id (R10)")
-                    campaign.problems.append((event.evidence, message))
+                    campaign.problems.append(Problem.at(event.evidence, message, WarningCode.CONFIG_CHANGED))
                 else:
                     run.config, run.config_id = event.config, new_id
             if run.started_at is None:
@@ -374,10 +376,10 @@ def _build_runs(campaign: Campaign) -> None:
     for run in campaign.runs.values():
         end = run.ended_at or run.last_seen_at
         if run.started_at is not None and end is not None and end < run.started_at:
-            campaign.problems.append(
-                (run.end_evidence or run.start_evidence or Evidence(run.sources[0]),
-                 f"run '{run.id}' ends ({end.isoformat()}) before it starts ({run.started_at.isoformat()}); its time is not counted")
-            )
+            campaign.problems.append(Problem.at(
+                run.end_evidence or run.start_evidence or Evidence(run.sources[0]),
+                f"run '{run.id}' ends ({end.isoformat()}) before it starts ({run.started_at.isoformat()}); its time is not counted",
+                WarningCode.TIME_REVERSED))
     campaign.runs = dict(sorted(campaign.runs.items()))
 
 
@@ -394,7 +396,7 @@ def _attribute_benchmarks(campaign: Campaign) -> None:
         elif isinstance(item, CheckpointOp):  # a reload test may stay unattributed: it is matched by path
             why = f"several runs ({', '.join(runs)})" if runs else "no checkpoint or save in the logs"
             message = f"checkpoint '{item.path}' matches {why}: its {item.op} is not counted for any run; give the record a 'run'"
-            campaign.problems.append((item.evidence, message))
+            campaign.problems.append(Problem.at(item.evidence, message, WarningCode.UNATTRIBUTED))
 
 
 def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
@@ -415,113 +417,3 @@ def _merge_facts(campaign: Campaign, run: Run, facts: RunFacts) -> None:
     if facts.config:
         merged = {**(run.config or {}), **facts.config}
         run.config, run.config_id = merged, config_id(merged)
-
-
-def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
-    """Each cited record of a binary file as reportgen read it: its step and values, or why it was skipped."""
-    frame = campaign.metrics
-    rows = frame[(frame["path"] == rel) & frame["line"].isin(wanted)] if len(frame) else frame
-    names = campaign.metric_names()
-    problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
-    spelled = campaign.spellings.get(rel, {})  # a tag read under the run's own name is shown as written
-    out = []
-    for number in wanted:
-        texts = []
-        for _, row in rows[rows["line"] == number].iterrows():
-            values = ", ".join(f"{spelled.get(name, name)} = {_shown(row[name])}" for name in names
-                               if not pd.isna(row[name]) or _is_nan(row[name]))
-            step = "" if pd.isna(row["step"]) else f"step {int(row['step'])}: "
-            texts.append(f"{step}{values}")
-        if number in problems:
-            texts.append(f"not read: {problems[number]}")
-        out.append(Excerpt(number, ("; ".join(texts) or "(cited record)",), frozenset([number]), unit="record"))
-    return out
-
-
-def _is_nan(value: object) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _shown(value: float) -> str:
-    if _is_nan(value):
-        return "NaN"
-    return f"{value:.6g}" if abs(value) != float("inf") else ("Infinity" if value > 0 else "-Infinity")
-
-
-@dataclass(frozen=True)
-class Excerpt:
-    """Lines of one input file around cited lines, for the site's evidence pages; for a binary
-    file (TensorBoard events), one cited record as reportgen read it."""
-
-    first_line: int
-    lines: tuple[str, ...]
-    cited: frozenset[int]
-    unit: str = "line"  # "line" | "record"
-
-
-MAX_EXCERPT_LINE = 400
-
-
-def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
-             campaign: Campaign | None = None) -> dict[str, list[Excerpt]]:
-    """The cited lines of each file with `context` lines around them (reads only what it needs).
-
-    A binary file's "lines" are records (TensorBoard events): each cited record is shown as
-    what reportgen read from it, from `campaign`, since its bytes are not text.
-    """
-    out: dict[str, list[Excerpt]] = {}
-    root = logs.resolve()
-    for rel, lines in sorted(cited.items()):
-        with during(f"quoting {rel}"):
-            _quote(logs, root, rel, lines, context, campaign, out)
-    return out
-
-
-def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, campaign: Campaign | None,
-           out: dict[str, list[Excerpt]]) -> None:
-    """The cited lines of one file, with `context` lines around them, into out[rel]."""
-    wanted = sorted(n for n in lines if n and n > 0)
-    path = logs / rel
-    if not wanted or refusal(root, path) is not None:
-        return
-    with open_file(path) as handle:
-        if b"\x00" in handle.read(8192):
-            if campaign is not None:
-                out[rel] = _records(rel, wanted, campaign)
-            return
-    ranges: list[list[int]] = []
-    for n in wanted:
-        lo, hi = max(1, n - context), n + context
-        if ranges and lo <= ranges[-1][1] + 1:
-            ranges[-1][1] = hi
-        else:
-            ranges.append([lo, hi])
-    texts: dict[int, str] = {}
-    current = 0  # index of the first range not yet passed; line numbers only grow
-    with open_file(path) as handle:
-        for number, raw in enumerate(_line_heads(handle), start=1):
-            while current < len(ranges) and number > ranges[current][1]:
-                current += 1
-            if current == len(ranges):
-                break
-            if number >= ranges[current][0]:
-                text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                texts[number] = text if len(text) <= MAX_EXCERPT_LINE else text[:MAX_EXCERPT_LINE] + " …"
-    out[rel] = [
-        Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi))
-        for lo, hi in ranges
-        if lo in texts
-    ]
-
-
-def _line_heads(handle) -> Iterator[bytes]:
-    """The first bytes of every line (enough to quote it): a line of hundreds of MB is never held whole."""
-    while True:
-        head = handle.readline(4 * MAX_EXCERPT_LINE)
-        if not head:
-            return
-        if not head.endswith(b"\n"):
-            rest = head
-            while rest and not rest.endswith(b"\n"):
-                rest = handle.readline(1 << 20)
-        yield head

@@ -34,9 +34,11 @@ from reportgen.model import (
     Decision,
     Evidence,
     LogMessage,
+    Problem,
     Run,
     RunFacts,
     UnlinkedSource,
+    WarningCode,
 )
 
 # Configuration keys that name or place a run rather than configure it: two runs that differ only
@@ -272,7 +274,7 @@ class Merged:
     containers: dict[str, str] = field(default_factory=dict)  # source key -> why it is not a run
     decisions: dict[str, list[Decision]] = field(default_factory=dict)
     evaluation: dict[str, Decision] = field(default_factory=dict)
-    problems: list[tuple[Evidence, str]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
 
 def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]]) -> Merged:
@@ -649,9 +651,9 @@ def _name(groups: list[list[str]], sources: dict[str, Source], campaign: Campaig
             else:
                 run = f"{name}-{source.uuid[:8]}"
                 if first_params is not None and (source.params or {}) != first_params:
-                    merged.problems.append((source.evidence, (
+                    merged.problems.append(Problem.at(source.evidence, (
                         f"MLflow run name '{name}' is used again by run {source.uuid} with different parameters: "
-                        f"a changed configuration needs a new run name (R10); shown as '{run}'")))
+                        f"a changed configuration needs a new run name (R10); shown as '{run}'"), WarningCode.CONFIG_CHANGED))
             while run in taken:  # a folder path that is also another run's name
                 run = f"{run} ({source.key})"
             taken.add(run)

@@ -15,9 +15,14 @@ from pydantic import BaseModel, ValidationError
 from reportgen.boundary import NotRegular, read_file
 from reportgen.bounded import TooComplex, compose_yaml, construct_yaml
 from reportgen.errors import PlanError
-from reportgen.plan.schema import HUMAN_RESOURCE, MACHINE_RESOURCES, Plan, gpu_names
-
-KeyPath = tuple[str | int, ...]
+from reportgen.plan.schema import (  # KeyPath is schema's; importable from here too
+    HUMAN_RESOURCE,
+    MACHINE_RESOURCES,
+    KeyPath,
+    Plan,
+    format_key,
+    gpu_names,
+)
 
 
 @dataclass(frozen=True)
@@ -33,15 +38,6 @@ class LoadedPlan:
     def line_of(self, path: KeyPath) -> int | None:
         return line_of(self.lines, path)
 
-
-def format_key(path: KeyPath) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
 
 
 def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:

@@ -13,6 +13,21 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+# Where a key is in the plan: ("variants", 0, "id"); plan.load maps each to the line that wrote it.
+# Here, not in plan.load, so that the analysis names keys without importing a reader of files.
+KeyPath = tuple[str | int, ...]
+
+
+def format_key(path: KeyPath) -> str:
+    """A key path as a user writes it: variants[0].id."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
 Category = Literal["required", "useful", "exploratory"]
 Role = Literal["control", "variant"]
 ResumePart = Literal["model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress"]

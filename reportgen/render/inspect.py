@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from reportgen.analysis.nonfinite import non_finite
-from reportgen.analysis.runs import machine
-from reportgen.analysis.status import run_status
-from reportgen.model import Campaign
+from reportgen.analysis import Survey
 from reportgen.render.report import (
     evidence,
     inputs_json,
@@ -24,12 +21,12 @@ SCHEMA = "reportgen.inspect/1"
 RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
 
-def build_inspect(campaign: Campaign) -> dict:
-    windows = non_finite(campaign)
+def build_inspect(found: Survey) -> dict:
+    campaign, windows = found.campaign, found.non_finite
     metrics = campaign.metrics_by_run()
     runs = []
     for run_id, run in campaign.runs.items():
-        status = run_status(run, campaign)
+        status = found.statuses[run_id]
         runs.append({
             "id": run_id,
             "kind": run.kind,
@@ -43,7 +40,7 @@ def build_inspect(campaign: Campaign) -> dict:
             "started_at": iso(run.started_at, UTC),
             "ended_at": iso(run.ended_at, UTC),
             "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
-            "machine": machine_json(machine(run)),
+            "machine": machine_json(found.machines[run_id]),
             "config_id": run.config_id,
             "resumes": run.resumes,
             "resumed_at_step": run.resumed_at_step,
@@ -71,13 +68,13 @@ def build_inspect(campaign: Campaign) -> dict:
         {"path": info.path, "line": p.line, "message": p.message}
         for info in campaign.inputs for p in info.problems
     ]
-    problems += [{"path": e.path, "line": e.line, "message": message} for e, message in campaign.problems]
+    problems += [{"path": p.path, "line": p.line, "message": p.message} for p in campaign.problems]
     return {
         "schema": SCHEMA,
         "root": campaign.root,
         "inputs": inputs_json(campaign),
         "runs": runs,
-        "unlinked_sources": unlinked_json(campaign),
+        "unlinked_sources": unlinked_json(found.unlinked),
         "checkpoints": checkpoints,
         "problems": problems,
     }

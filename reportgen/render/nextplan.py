@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from reportgen.analysis.estimates import Estimate, EstimateKind, NextCampaign
 from reportgen.numbers import figure
 from reportgen.plan.load import LoadedPlan
 
@@ -26,13 +27,13 @@ _HOURS = _scalar("hours")
 _RATE = _scalar("steps_per_second")
 
 
-def _comment(estimate: dict, campaign: str) -> str:
-    if not estimate["in_suggested_schedule"]:
+def _comment(estimate: Estimate, campaign: str) -> str:
+    if not estimate.in_schedule:
         return f"not run in {campaign} (dropped): kept as planned"
-    if not estimate["measured"]:
+    if not estimate.measured:
         return f"not measured in {campaign}: kept as planned"
-    return (f"next estimate from {campaign}: planned {estimate['planned_hours']:g} h, "
-            f"measured {estimate['measured_hours']:.2f} h (see next.html)")
+    return (f"next estimate from {campaign}: planned {estimate.planned_hours:g} h, "
+            f"measured {estimate.measured_hours:.2f} h (see next.html)")
 
 
 def _rewrite(lines: list[str], line: int | None, pattern: re.Pattern[str], value: str | None, note: str) -> bool:
@@ -50,37 +51,33 @@ def _rewrite(lines: list[str], line: int | None, pattern: re.Pattern[str], value
     return True
 
 
-def next_plan(loaded: LoadedPlan, report: dict) -> str:
+def next_plan(loaded: LoadedPlan, campaign: str, plan: NextCampaign) -> str:
     """The draft's text: the plan's lines with the steps' hours replaced, and a header saying so."""
-    campaign = report["campaign"]["id"]
-    estimates = {e["id"]: e for e in report["estimates"] if e["kind"] == "step"}
-    paces = {m["variant"]: m for m in report["next_campaign"]["measurements"] if m["variant"] and m["measured"]}
+    estimates = {e.id: e for e in plan.estimates if e.kind == EstimateKind.STEP}
+    paces = {m.variant: m for m in plan.measurements if m.variant and m.steps_per_second}
     lines = loaded.text.splitlines(keepends=True)
     kept = []
     for index, step in enumerate(loaded.plan.schedule.steps):
         estimate = estimates.get(step.id)
         if estimate is None:
             continue
-        value = None
-        if estimate["measured"] and estimate["in_suggested_schedule"]:
-            value = f"{max(0.1, round(estimate['next_hours'], 1)):g}"
+        value = None if estimate.draft_hours is None else f"{estimate.draft_hours:g}"
         at = loaded.lines.get(("schedule", "steps", index, "hours"))
         if not _rewrite(lines, at, _HOURS, value, _comment(estimate, campaign)):
             kept.append(step.id)  # flow style ({hours: 3}) or a value on its own line: left as written
             continue
         rate = paces.get(step.variant or "")
-        if step.steps_per_second and rate:
-            note = f"measured in {campaign}: {figure(rate['measured'])} s a step over {rate['count']:,} steps"
+        if step.steps_per_second and rate and rate.measured is not None:
+            note = f"measured in {campaign}: {figure(rate.measured)} s a step over {rate.count:,} steps"
             _rewrite(lines, loaded.lines.get(("schedule", "steps", index, "steps_per_second")), _RATE,
-                     f"{1.0 / rate['measured']:.3g}", note)
-    plan = report["next_campaign"]
-    lot = plan["lot"]
-    fits = (f"{lot['label']} at {lot['price']:.2f} {lot['currency']} fits it with {lot['unused_hours']:.1f} h unused"
+                     f"{rate.steps_per_second:.3g}", note)
+    lot = plan.lot
+    fits = (f"{lot.label} at {lot.price:.2f} {lot.currency} fits it with {lot.unused_hours:.1f} h unused"
             if lot else "no catalogue lot is long enough for it")
     header = [
         f"# Draft plan for the next campaign, written by reportgen from what {campaign} measured.",
         "# Step hours are the next estimates (see next.html for each basis); everything else is the plan as written.",
-        f"# The measured schedule takes {plan['suggested_hours']:.1f} h: {fits}.",
+        f"# The measured schedule takes {plan.suggested_hours:.1f} h: {fits}.",
         "# Review it, give it a new campaign id and order dates, then run `reportgen check` on it.",
     ]
     if kept:

@@ -24,19 +24,17 @@ def _other_costs(costs: dict) -> list[str]:
 
 def _runs_line(report: dict) -> str | None:
     """How the runs ended, the GPU time the interrupted ones held, and which rules stopped what (R10)."""
-    training = [r for r in report["runs"] if r["kind"] == "training"]
-    if not training:
+    time = report["run_time"]
+    counts = time["training_runs_by_status"]
+    if not counts:
         return None
-    counts: dict[str, int] = {}
-    for run in training:
-        counts[run["status"]] = counts.get(run["status"], 0) + 1
-    ended = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    lost = report["run_time"]["gpu_hours_by_status"].get("interrupted")
+    ended = ", ".join(f"{n} {status}" for status, n in counts.items())
+    lost = time["gpu_hours_by_status"].get("interrupted")
     if lost:
         ended += f"; interrupted runs held {lost:.1f} GPU h"
-    evaluations = len(report["runs"]) - len(training)
+    evaluations = time["evaluation_runs"]
     also = f", and {evaluations} evaluation run{'s' if evaluations != 1 else ''}" if evaluations else ""
-    text = f"- Runs: {len(training)} ({ended}){also}"
+    text = f"- Runs: {sum(counts.values())} ({ended}){also}"
     if report["stops"]:
         text += ". Stops: " + ", ".join(f"{s['rule'] or 'unnamed'} on {s['run']}" + ("" if s["agrees"] else " (script and logs disagree)")
                                          for s in report["stops"])

@@ -2,6 +2,10 @@
 
 The site's pages are rendered from this same dictionary, so the two cannot disagree.
 Unknown values are null, never zero; sections a later stage fills are empty, never made up.
+
+This module only shapes: every figure comes computed from reportgen.analysis (one `*_json`
+function per typed result); here values are rounded for JSON, times written in the campaign's
+time zone, and nothing is summed, compared or decided.
 """
 
 from __future__ import annotations
@@ -9,21 +13,27 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
-from reportgen.analysis.checkpoints import CALENDAR_OPERATIONS, Location
-from reportgen.analysis.checkpoints import calendar as checkpoint_calendar
-from reportgen.analysis.deliverables import DeliverableResult
+from reportgen.analysis.checkpoints import (
+    CALENDAR_OPERATIONS,
+    Calendar,
+    CheckpointFigures,
+    CheckpointsReport,
+    Location,
+)
+from reportgen.analysis.deliverables import Costs, DeliverableResult
 from reportgen.analysis.estimates import LotFit
-from reportgen.analysis.plan_checks import check_plan
-from reportgen.analysis.runs import Machine, machine
+from reportgen.analysis.runs import GpuTime, Machine, Unlinked
+from reportgen.analysis.schedule import ScheduleReport, StepReport
 from reportgen.analysis.stops import Stop
-from reportgen.analysis.variance import Cause
+from reportgen.analysis.variance import Cause, VarianceReport
 from reportgen.model import Campaign, Evidence
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
+from reportgen.plan.schema import Plan
 from reportgen.render.nextplan import FILE as NEXT_PLAN
 
 SCHEMA = "reportgen.report/1"
@@ -92,100 +102,21 @@ def inputs_json(campaign: Campaign) -> list[dict]:
     ]
 
 
-def unlinked_json(campaign: Campaign) -> list[dict]:
+def unlinked_json(items: list[Unlinked]) -> list[dict]:
     """Captured logs (or processes of one) that no evidence ties to a run, with what they say."""
-    out = []
-    for item in campaign.unlinked:
-        lo, hi = item.lines or (1, None)
-        said = [m for m in campaign.messages if m.run is None and m.evidence.path == item.path
-                and m.evidence.line is not None and lo <= m.evidence.line and (hi is None or m.evidence.line <= hi)]
-        out.append({"path": item.path, "lines": list(item.lines) if item.lines else None, "reason": item.reason,
-                    "messages": [{"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
-                                 for m in said]})
-    return out
+    return [{"path": item.source.path, "lines": list(item.source.lines) if item.source.lines else None,
+             "reason": item.source.reason,
+             "messages": [{"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
+                          for m in item.messages]}
+            for item in items]
 
 
 def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None, generated_at: datetime | None) -> dict:
     """The report dictionary; the analysis was made against the frozen plan when there is one."""
     plan = analysis.plan
     campaign = analysis.campaign
-    schedule = analysis.schedule
-    tz: tzinfo = schedule.window.start.tzinfo or UTC  # the plan's lot start always has a time zone
+    tz: tzinfo = analysis.schedule.window.start.tzinfo or UTC  # the plan's lot start always has a time zone
     per_run_metrics = campaign.metrics_by_run()
-
-    runs = [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in analysis.run_order]
-    stops = [_stop_json(stop, analysis.run_variants.get(stop.run), tz) for stop in analysis.ledger.stops]
-
-    variants = [
-        {
-            "id": r.variant.id,
-            "description": r.variant.description,
-            "category": r.variant.category,
-            "role": r.variant.role,
-            "verdict": r.verdict,
-            "reason": r.reason,
-            "metric": plan.quality.metric,
-            "direction": plan.quality.direction,
-            "value": number(r.value),
-            "threshold": plan.quality.threshold,
-            "runs": r.runs,
-            "evidence": evidence(r.evidence),
-        }
-        for r in analysis.variants
-    ]
-
-    dropped = {r.variant.id for r in analysis.variants if r.verdict == "dropped"}
-    steps = []
-    for item in schedule.steps:
-        variance = item.variance_hours
-        basis = item.actual.basis
-        if item.actual.hours is None and item.step.variant in dropped:
-            basis = f"not run: variant {item.step.variant} was dropped"
-        steps.append(
-            {
-                "id": item.step.id,
-                "title": item.step.title,
-                "kind": item.step.kind,
-                "category": item.step.category,
-                "resource": item.step.resource,
-                "planned_hours": hours(item.step.hours),
-                "planned_start": iso(schedule.window.start + timedelta(hours=item.planned.start_h), tz),
-                "planned_end": iso(schedule.window.start + timedelta(hours=item.planned.end_h), tz),
-                "actual_hours": hours(item.actual.hours),
-                "actual_start": iso(item.actual.start, tz),
-                "actual_end": iso(item.actual.end, tz),
-                "actual_basis": basis,
-                "variance_hours": hours(variance),
-                "explained": _causes_json(analysis.variance[item.step.id].causes if item.step.id in analysis.variance else []),
-                # What no cause covers stays visible: planned + explained + unexplained = actual.
-                "unexplained_hours": hours(analysis.variance[item.step.id].unexplained_hours)
-                if item.step.id in analysis.variance else hours(variance),
-                "evidence": evidence(item.actual.evidence),
-            }
-        )
-
-    lots = [
-        {
-            "label": lot.label,
-            "gpu": lot.gpu,
-            "price": lot.price,
-            "days": lot.days,
-            "gpus": lot.gpus,
-            "order_ref": lot.order_ref,
-            "start": iso(lot.start, tz),
-        }
-        for lot in plan.order.lots
-    ]
-    included = [c for c in plan.order.other_costs if c.kind == "included"]
-    external = [c for c in plan.order.other_costs if c.kind == "external"]
-
-    problems = [
-        {"scope": "campaign", "path": where.path if where else None, "line": where.line if where else None, "message": message}
-        for where, message in analysis.problems
-    ]
-    for info in campaign.inputs:
-        problems.extend({"scope": "file", "path": info.path, "line": p.line, "message": p.message} for p in info.problems)
-
     return {
         "schema": SCHEMA,
         "generator": {"name": "reportgen", "version": __version__},
@@ -210,11 +141,12 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
         "plan_warnings": _plan_warnings(analysis, frozen.plan if frozen else current),
         "decision_points": _decision_points(analysis, tz),
         "inputs": inputs_json(campaign),
-        "problems": problems,
-        "runs": runs,
-        "unlinked_sources": unlinked_json(campaign),
-        "run_time": _run_time_totals(analysis, runs),
-        "stops": stops,
+        "problems": _problems_json(analysis),
+        "warnings": [{"code": w.code, "message": w.message, "evidence": evidence(w.evidence)} for w in analysis.warnings],
+        "runs": [_run_json(analysis, run_id, tz, per_run_metrics.get(run_id, [])) for run_id in analysis.runs.order],
+        "unlinked_sources": unlinked_json(analysis.runs.unlinked),
+        "run_time": _gpu_time_json(analysis.runs.gpu_time),
+        "stops": [_stop_json(stop, analysis.runs.variants.get(stop.run), tz) for stop in analysis.stops.stops],
         "stop_rules": [
             {
                 "id": r.rule.id,
@@ -227,58 +159,34 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "not_checked": r.unchecked,
                 "fired": r.fired,
             }
-            for r in analysis.ledger.rules
+            for r in analysis.stops.rules
         ],
         "stop_notices": [
             {"run": n.run, "rule": n.rule, "message": n.message, "evidence": evidence(n.evidence)}
-            for n in analysis.ledger.notices
+            for n in analysis.stops.notices
         ],
-        "variants": variants,
-        "schedule": {
-            "window_start": iso(schedule.window.start, tz),
-            "window_end": iso(schedule.window.end, tz),
-            "window_hours": hours(schedule.window.hours),
-            "planned_hours": hours(schedule.planned_hours),
-            "planned_unused_hours": hours(schedule.planned_unused_hours),
-            "actual_start": iso(schedule.actual_start, tz),
-            "actual_end": iso(schedule.actual_end, tz),
-            "actual_hours": hours(schedule.actual_hours),
-            "unused_hours": hours(schedule.unused_hours),
-            "overrun_hours": hours(schedule.overrun_hours),
-            "time_by_kind": {
-                kind: {key: hours(value) if key.endswith("hours") else value for key, value in figures.items()}
-                for kind, figures in schedule.time_by_resource_kind().items()
-            },
-            "steps": steps,
-            # The whole campaign: planned span + explained + unexplained = actual span.
-            "explained": _causes_json(analysis.total_variance.causes if analysis.total_variance else []),
-            "unexplained_hours": hours(analysis.total_variance.unexplained_hours) if analysis.total_variance else None,
-            # Waiting between steps: no measured step in progress (a resource or a person not ready).
-            "between_steps": {
-                "hours": hours(sum(g.hours for g in analysis.gaps)),
-                "gaps": [{"after": g.after, "before": g.before, "start": iso(g.start, tz), "end": iso(g.end, tz),
-                          "hours": hours(g.hours), "evidence": evidence(g.evidence)} for g in analysis.gaps],
-            },
-        },
+        "variants": [
+            {
+                "id": r.variant.id,
+                "description": r.variant.description,
+                "category": r.variant.category,
+                "role": r.variant.role,
+                "verdict": r.verdict,
+                "reason": r.reason,
+                "metric": plan.quality.metric,
+                "direction": plan.quality.direction,
+                "value": number(r.value),
+                "threshold": plan.quality.threshold,
+                "runs": r.runs,
+                "evidence": evidence(r.evidence),
+            }
+            for r in analysis.variants
+        ],
+        "schedule": _schedule_json(analysis.schedule, analysis.variance, tz),
         "checkpoint_policy": plan.checkpoints.model_dump(mode="json"),
-        "checkpoints": _checkpoints_json(analysis, tz),
+        "checkpoints": _checkpoints_json(analysis.checkpoints, analysis.runs.order, tz),
         "deliverables": [_deliverable_json(r, tz) for r in analysis.deliverables],
-        "costs": {
-            "currency": plan.order.currency,
-            "provider": plan.order.provider,
-            "lots": lots,
-            "confirmed_total": round(sum(lot.price for lot in plan.order.lots), 2),
-            "other_included": [{"label": c.label, "amount": c.amount, "note": c.note} for c in included],
-            "other_included_total": round(sum(c.amount for c in included), 2),
-            "external": [{"label": c.label, "amount": c.amount, "note": c.note} for c in external],
-            "rental_total": analysis.costs.rental,
-            "passed_outputs": analysis.costs.passed_outputs,
-            "cost_per_passed_output": analysis.costs.per_output,
-            "cost_per_passed_output_with_included": analysis.costs.per_output_with_included,
-            "undefined_reason": analysis.costs.undefined_reason,
-            "rejections": [{"deliverable": d, "reasons": reasons} for d, reasons in analysis.costs.rejections],
-            "missing_deliverables": analysis.costs.missing,
-        },
+        "costs": _costs_json(analysis.costs, plan, tz),
         "plan_options": [
             {"label": o.label, "kind": o.kind, "price": o.price, "currency": o.currency, "fits": o.fits, "note": o.note,
              "hours_needed": hours(o.hours_needed), "hours_available": hours(o.hours_available), "dropped": o.dropped}
@@ -299,6 +207,92 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             }
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
+    }
+
+
+def _problems_json(analysis: Analysis) -> list[dict]:
+    """The campaign's problems, then each file's damaged lines (in path order)."""
+    problems = [{"scope": "campaign", "path": p.path, "line": p.line, "message": p.message} for p in analysis.problems]
+    for info in analysis.campaign.inputs:
+        problems.extend({"scope": "file", "path": info.path, "line": p.line, "message": p.message} for p in info.problems)
+    return problems
+
+
+def _step_json(item: StepReport, variance: VarianceReport, tz: tzinfo, start: datetime) -> dict:
+    step, planned, actual = item.step, item.planned, item.actual
+    return {
+        "id": step.id,
+        "title": step.title,
+        "kind": step.kind,
+        "category": step.category,
+        "resource": step.resource,
+        "planned_hours": hours(step.hours),
+        "planned_start": iso(planned.start_at(start), tz),
+        "planned_end": iso(planned.end_at(start), tz),
+        "actual_hours": hours(actual.hours),
+        "actual_start": iso(actual.start, tz),
+        "actual_end": iso(actual.end, tz),
+        "actual_basis": actual.basis,
+        "variance_hours": hours(item.variance_hours),
+        "explained": _causes_json(variance.causes(step.id)),
+        # What no cause covers stays visible: planned + explained + unexplained = actual.
+        "unexplained_hours": hours(variance.unexplained[step.id]),
+        "evidence": evidence(actual.evidence),
+    }
+
+
+def _schedule_json(schedule: ScheduleReport, variance: VarianceReport, tz: tzinfo) -> dict:
+    total = variance.total
+    return {
+        "window_start": iso(schedule.window.start, tz),
+        "window_end": iso(schedule.window.end, tz),
+        "window_hours": hours(schedule.window.hours),
+        "planned_hours": hours(schedule.planned_hours),
+        "planned_unused_hours": hours(schedule.planned_unused_hours),
+        "actual_start": iso(schedule.actual_start, tz),
+        "actual_end": iso(schedule.actual_end, tz),
+        "actual_hours": hours(schedule.actual_hours),
+        "unused_hours": hours(schedule.unused_hours),
+        "overrun_hours": hours(schedule.overrun_hours),
+        "time_by_kind": {
+            kind: {key: hours(value) if key.endswith("hours") else value for key, value in figures.items()}
+            for kind, figures in schedule.time_by_resource_kind().items()
+        },
+        "steps": [_step_json(item, variance, tz, schedule.window.start) for item in schedule.steps],
+        # The whole campaign: planned span + explained + unexplained = actual span.
+        "explained": _causes_json(total.causes if total else []),
+        "unexplained_hours": hours(total.unexplained_hours) if total else None,
+        # Waiting between steps: no measured step in progress (a resource or a person not ready).
+        "between_steps": {
+            "hours": hours(variance.between_steps_hours),
+            "gaps": [{"after": g.after, "before": g.before, "start": iso(g.start, tz), "end": iso(g.end, tz),
+                      "hours": hours(g.hours), "evidence": evidence(g.evidence)} for g in variance.gaps],
+        },
+    }
+
+
+def _costs_json(costs: Costs, plan: Plan, tz: tzinfo) -> dict:
+    return {
+        "currency": costs.currency,
+        "provider": plan.order.provider,
+        "lots": [
+            {"label": lot.label, "gpu": lot.gpu, "price": lot.price, "days": lot.days, "gpus": lot.gpus,
+             "order_ref": lot.order_ref, "start": iso(lot.start, tz)}
+            for lot in plan.order.lots
+        ],
+        "confirmed_total": costs.rental,
+        "other_included": [{"label": c.label, "amount": c.amount, "note": c.note} for c in costs.other_included],
+        "other_included_total": costs.included,
+        "external": [{"label": c.label, "amount": c.amount, "note": c.note} for c in costs.external],
+        "rental_total": costs.rental,
+        "passed_outputs": costs.passed_outputs,
+        "cost_per_passed_output": costs.per_output,
+        "cost_per_passed_output_with_included": costs.per_output_with_included,
+        "undefined_reason": costs.undefined_reason,
+        "counted": costs.counted,
+        "excluded": [{"deliverable": d, "reason": reason} for d, reason in costs.excluded],
+        "rejections": [{"deliverable": d, "reasons": reasons} for d, reasons in costs.rejections],
+        "missing_deliverables": costs.missing,
     }
 
 
@@ -340,17 +334,17 @@ def _stop_json(stop: Stop, variant: str | None, tz: tzinfo) -> dict:
 
 def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -> dict:
     run = analysis.campaign.runs[run_id]
-    status = analysis.statuses[run_id]
-    time = analysis.run_times[run_id]
-    required = list(analysis.plan.checkpoints.required_state)
+    runs = analysis.runs
+    status = runs.statuses[run_id]
+    time = runs.times[run_id]
     return {
         "id": run_id,
         "page": run_page(run_id),
         "kind": run.kind,
-        "variant": analysis.run_variants.get(run_id),
+        "variant": runs.variants.get(run_id),
         "status": status.status,
         "status_reason": status.reason,
-        "stopped_by": status.by if status.status == "stopped" else None,
+        "stopped_by": status.stopped_by,
         "first_step": run.first_step,
         "last_step": run.last_step,
         "started_at": iso(run.started_at, tz),
@@ -360,31 +354,31 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "gpus": time.gpus,
         "gpu_hours": hours(time.gpu_hours),
         "time_basis": time.basis,
-        "machine": machine_json(machine(run)),
+        "machine": machine_json(runs.machines.get(run_id)),
         "config_id": run.config_id,
         "config": plain(run.config),
         "resumes": run.resumes,
         "resumed_at_step": run.resumed_at_step,
-        "continued_by": analysis.continued_by.get(run_id, []),
+        "continued_by": runs.continued_by.get(run_id, []),
         "evaluates": run.evaluates,
-        "evaluated_by": analysis.campaign.evaluated_by().get(run_id, []),
+        "evaluated_by": runs.evaluated_by.get(run_id, []),
         "identity": [d.to_json() for d in run.identity],
         "formats": list(run.formats),
         "sources": list(run.sources),
         "metrics": metrics,
-        "stops": [s.id for s in analysis.ledger.for_run(run_id)],
+        "stops": [s.id for s in analysis.stops.for_run(run_id)],
         "non_finite": [
             {"metric": w.metric, "step": w.step, "last_step": w.last_step, "rows": w.count, "note": w.note,
              "evidence": evidence(w.evidence)}
-            for w in analysis.non_finite.get(run_id, [])
+            for w in runs.non_finite.get(run_id, [])
         ],
         "checkpoints": [
-            {"step": c.step, "path": c.path, "at": iso(c.at, tz), "resume_state": c.resume_state,
-             "resumable": c.resumable(required), "lacking": c.lacking(required),
+            {"step": c.checkpoint.step, "path": c.checkpoint.path, "at": iso(c.checkpoint.at, tz),
+             "resume_state": c.checkpoint.resume_state, "resumable": c.resumable, "lacking": c.lacking,
              "reload_tests": [{"ok": t.ok, "new_process": t.new_process, "message": t.message, "evidence": evidence([t.evidence])}
-                              for t in c.reload_tests],
-             "evidence": evidence(c.evidence)}
-            for c in analysis.checkpoints.get(run_id, [])
+                              for t in c.checkpoint.reload_tests],
+             "evidence": evidence(c.checkpoint.evidence)}
+            for c in analysis.checkpoints.of_run(run_id)
         ],
         "evidence": evidence(status.evidence),
     }
@@ -400,47 +394,45 @@ def _location(where: Location | None, tz: tzinfo) -> dict | None:
     return {"status": where.status, "at": iso(where.at, tz), "destination": where.destination, "evidence": evidence(where.evidence)}
 
 
-def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
-    """checkpoints: every checkpoint with its costs, reload tests, resume state and location; the save interval."""
-    required = list(analysis.plan.checkpoints.required_state)
-    deadline = analysis.schedule.window.end
-    items = []
-    for run_id in analysis.run_order:
-        for check in analysis.checkpoints.get(run_id, []):
-            tests = check.reload_tests
-            items.append({
-                "run": run_id,
-                "step": check.step,
-                "path": check.path,
-                "at": iso(check.at, tz),
-                "save_s": _seconds(check.seconds("save")),
-                "transfer_s": _seconds(check.seconds("transfer")),
-                "restore_s": _seconds(check.seconds("restore")),
-                "bytes": next((op.bytes for op in check.saves if op.bytes is not None), None),
-                "reload_tested": bool(tests),
-                "reload_ok": (all(t.ok for t in tests) if tests else None),
-                "reload_new_process": (any(t.new_process for t in tests) if tests else None),
-                "resume_state": check.resume_state,
-                "resume_basis": check.resume_basis,
-                "resumable": check.resumable(required),
-                "lacking": check.lacking(required),
-                "unknown": check.unknown(required),
-                "location": _location(check.location(deadline), tz),
-                "evidence": evidence(check.evidence + [t.evidence for t in tests]),
-            })
-    rows = checkpoint_calendar(analysis.campaign, analysis.run_order)
-    row_totals = [sum(hours(v) or 0.0 for v in row.hours.values()) for row in rows]
-    calendar = {
-        "runs": [{"run": row.run, **{f"{k}_hours": hours(v) for k, v in row.hours.items()}, "total_hours": hours(total)}
-                 for row, total in zip(rows, row_totals, strict=True)],
-        **{f"{k}_hours": hours(sum(hours(row.hours[k]) or 0.0 for row in rows)) if rows else None for k in CALENDAR_OPERATIONS},
-        "total_hours": hours(sum(hours(t) or 0.0 for t in row_totals)) if rows else None,
-    }
-    interval = analysis.interval
-    flagged = [run_id for run_id, checks in analysis.checkpoints.items()
-               if checks and all(c.resumable(required) is False for c in checks)]
+def _checkpoint_json(item: CheckpointFigures, tz: tzinfo) -> dict:
+    check = item.checkpoint
     return {
-        "items": items,
+        "run": check.run,
+        "step": check.step,
+        "path": check.path,
+        "at": iso(check.at, tz),
+        "save_s": _seconds(item.save_s),
+        "transfer_s": _seconds(item.transfer_s),
+        "restore_s": _seconds(item.restore_s),
+        "bytes": item.bytes,
+        "reload_tested": item.reload_ok is not None,
+        "reload_ok": item.reload_ok,
+        "reload_new_process": item.reload_new_process,
+        "resume_state": check.resume_state,
+        "resume_basis": check.resume_basis,
+        "resumable": item.resumable,
+        "lacking": item.lacking,
+        "unknown": item.unknown,
+        "location": _location(item.location, tz),
+        "evidence": evidence(item.evidence),
+    }
+
+
+def _calendar_json(calendar: Calendar) -> dict:
+    totals = calendar.totals
+    return {
+        "runs": [{"run": row.run, **{f"{k}_hours": hours(v) for k, v in row.hours.items()}, "total_hours": hours(row.total_hours)}
+                 for row in calendar.rows],
+        **{f"{k}_hours": hours(totals[k]) for k in CALENDAR_OPERATIONS},
+        "total_hours": hours(calendar.total_hours),
+    }
+
+
+def _checkpoints_json(report: CheckpointsReport, order: list[str], tz: tzinfo) -> dict:
+    """checkpoints: every checkpoint with its costs, reload tests, resume state and location; the save interval."""
+    interval = report.interval
+    return {
+        "items": [_checkpoint_json(item, tz) for item in report.items],
         "recommended_interval_minutes": interval.recommended_minutes,
         "interval_basis": interval.basis,
         "interval": {
@@ -456,19 +448,20 @@ def _checkpoints_json(analysis: Analysis, tz: tzinfo) -> dict:
             "uncertainties": interval.uncertainties,
             "evidence": evidence(interval.evidence[:20]),
         },
-        "calendar": calendar,
+        "calendar": _calendar_json(report.calendar),
         "not_transferred": [
-            {"run": item["run"], "step": item["step"], "path": item["path"], "status": item["location"]["status"]}
-            for item in items if item["location"]["status"] in ("not_transferred", "transferred_after_lot_end")
+            {"run": item.checkpoint.run, "step": item.checkpoint.step, "path": item.checkpoint.path,
+             "status": item.location.status}
+            for item in report.left_on_machine
         ],
-        "runs_without_resumable_checkpoint": flagged,
+        "runs_without_resumable_checkpoint": report.runs_without_resumable,
     }
 
 
 def _plan_warnings(analysis: Analysis, reference: LoadedPlan) -> list[dict]:
     """What `reportgen check` says of the plan the campaign was reconciled against (R2, R4, R5, R8)."""
     return [{"level": f.level, "key": format_key(f.key), "line": reference.line_of(f.key), "message": f.message}
-            for f in check_plan(analysis.plan)]
+            for f in analysis.plan_findings]
 
 
 def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
@@ -481,8 +474,9 @@ def _decision_points(analysis: Analysis, tz: tzinfo) -> list[dict]:
             "options": p.point.options,
             "status": p.status,
             "after_step_ended": iso(p.after_step_ended, tz),
-            "decisions": [{"decision": d.decision, "variant": d.variant, "at": iso(d.at, tz), "reason": d.reason,
-                           "in_options": p.in_options(d), "evidence": evidence([d.evidence])} for d in p.decisions],
+            "decisions": [{"decision": t.decision.decision, "variant": t.decision.variant, "at": iso(t.decision.at, tz),
+                           "reason": t.decision.reason, "in_options": t.in_options, "evidence": evidence([t.decision.evidence])}
+                          for t in p.decisions],
         }
         for p in analysis.decision_points
     ]
@@ -524,7 +518,7 @@ def _next_campaign_json(analysis: Analysis) -> dict:
              "evidence": evidence(m.evidence)}
             for m in plan.measurements
         ],
-        "uncertainties": [{"item": u.item, "message": u.message} for u in plan.uncertainties],
+        "uncertainties": [{"item": u.item, "code": u.code, "message": u.message} for u in plan.uncertainties],
         "draft_plan": NEXT_PLAN,  # the plan as written with each step's hours at its next estimate
     }
 
@@ -541,7 +535,7 @@ def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
         "paths": entry.paths,
         "passed": result.passed,
         "reasons": result.reasons,
-        "sha256": next((f.sha256 for f in result.check.files if f.sha256), None),
+        "sha256": result.sha256,
         "duplicate_of": result.duplicate_of,
         "counts_as_output": result.counts,
         "planned": result.planned,
@@ -553,27 +547,17 @@ def _deliverable_json(result: DeliverableResult, tz: tzinfo) -> dict:
     }
 
 
-def _run_time_totals(analysis: Analysis, runs: list[dict]) -> dict:
+def _gpu_time_json(time: GpuTime) -> dict:
     """GPU time per run status against the GPU time rented: interrupted runs cost too (R10)."""
-    plan = analysis.plan
-    rented = sum(lot.gpus * lot.days * 24.0 for lot in plan.order.lots)
-    by_status: dict[str, float] = {}
-    unmeasured = []
-    for run in runs:
-        if run["gpu_hours"] is None:
-            unmeasured.append(run["id"])
-            continue
-        # An evaluation run's GPU time is its own line: it trained nothing, so it has no training status.
-        bucket = run["status"] if run["kind"] == "training" else "evaluation"
-        by_status[bucket] = by_status.get(bucket, 0.0) + run["gpu_hours"]
-    held = sum(by_status.values()) if by_status else None
     return {
-        "rented_gpu_hours": hours(rented),
-        "gpu_hours_by_status": {k: hours(v) for k, v in sorted(by_status.items())},
-        "gpu_hours": hours(held),
+        "rented_gpu_hours": hours(time.rented_gpu_hours),
+        "gpu_hours_by_status": {k: hours(v) for k, v in time.by_status.items()},
+        "gpu_hours": hours(time.gpu_hours),
         # R5: how busy the rented GPUs were with runs over the whole window (runs on cpu excluded).
-        "busy_fraction": round(held / rented, 4) if held is not None and rented > 0 else None,
-        "runs_without_gpu_time": unmeasured,
+        "busy_fraction": None if time.busy_fraction is None else round(time.busy_fraction, 4),
+        "runs_without_gpu_time": time.without_gpu_time,
+        "training_runs_by_status": time.training_runs_by_status,
+        "evaluation_runs": time.evaluation_runs,
     }
 
 

@@ -98,7 +98,7 @@ def _traces(series: _Series, reduced: Reduced, color: str, name: str) -> list[di
 def _stop_shapes(analysis: Analysis, run_id: str) -> tuple[list[dict], list[dict]]:
     shapes: list[dict] = []
     notes: list[dict] = []
-    for stop in analysis.ledger.for_run(run_id):
+    for stop in analysis.stops.for_run(run_id):
         marks = []
         if stop.evaluated and stop.evaluated.step is not None:
             marks.append((stop.evaluated.step, "solid", f"{stop.rule} (evaluated)"))
@@ -208,11 +208,11 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, li
 
 def _descendants(analysis: Analysis, run_id: str) -> list[str]:
     found: list[str] = []
-    queue = list(analysis.continued_by.get(run_id, []))
+    queue = list(analysis.runs.continued_by.get(run_id, []))
     while queue:
         current = queue.pop(0)
         if current in found or current == run_id:
             continue
         found.append(current)
-        queue.extend(analysis.continued_by.get(current, []))
+        queue.extend(analysis.runs.continued_by.get(current, []))
     return found

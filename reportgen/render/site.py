@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -14,7 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from reportgen.errors import BuildError, during
-from reportgen.ingest import Excerpt
+from reportgen.model import Excerpt, QuotedRecord
 from reportgen.numbers import figure
 from reportgen.render import charts as charts_module
 from reportgen.render.nextplan import FILE as NEXT_PLAN
@@ -72,6 +73,37 @@ class Chart:
     @property
     def json(self) -> str:
         return charts_module.figure_json(self.figure)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """An excerpt as an evidence page shows it: each line's text, a cut line marked, a record's values as text."""
+
+    first_line: int
+    lines: tuple[str, ...]
+    cited: frozenset[int]
+    unit: str
+
+
+def _value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return f"{value:.6g}" if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _record(record: QuotedRecord) -> str:
+    if record.problem is not None:
+        return f"not read: {record.problem}"
+    step = "" if record.step is None else f"step {record.step}: "
+    return step + ", ".join(f"{name} = {_value(value)}" for name, value in record.values)
+
+
+def shown(excerpt: Excerpt) -> Quote:
+    if excerpt.unit == "record":
+        text = "; ".join(_record(r) for r in excerpt.records) or "(cited record)"
+        return Quote(excerpt.first_line, (text,), excerpt.cited, excerpt.unit)
+    lines = tuple(text + " …" if excerpt.first_line + i in excerpt.cut else text for i, text in enumerate(excerpt.lines))
+    return Quote(excerpt.first_line, lines, excerpt.cited, excerpt.unit)
 
 
 def section_id(file: str) -> str:
@@ -176,7 +208,7 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
         pages.append((page, "run.html", {"run": run}))
     for path, parts in sorted(sources.items()):
         page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../", single=single)
-        pages.append((page, "evidence.html", {"path": path, "excerpts": parts}))
+        pages.append((page, "evidence.html", {"path": path, "excerpts": [shown(part) for part in parts]}))
     return pages
 
 

@@ -1,0 +1,107 @@
+"""Quoting the evidence: the cited lines of each input file with a few lines around them.
+
+Reads only what it needs (a line of hundreds of MB is never held whole) and never outside LOGS.
+A binary file's "lines" are records (TensorBoard events): each cited record is given as what
+reportgen read from it, its step and values or why it was not read, since its bytes are not text.
+How an excerpt is shown (a cut line's mark, a record's values as text) is the site's to decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from reportgen.boundary import open_file, refusal
+from reportgen.errors import during
+from reportgen.model import Campaign, Excerpt, QuotedRecord
+
+MAX_EXCERPT_LINE = 400  # characters of a line kept for quoting; a longer line is marked cut
+
+
+def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
+             campaign: Campaign | None = None) -> dict[str, list[Excerpt]]:
+    """The cited lines of each file with `context` lines around them; for a binary file, the cited
+    records as `campaign` holds them."""
+    out: dict[str, list[Excerpt]] = {}
+    root = logs.resolve()
+    for rel, lines in sorted(cited.items()):
+        with during(f"quoting {rel}"):
+            _quote(logs, root, rel, lines, context, campaign, out)
+    return out
+
+
+def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
+    """Each cited record of a binary file as reportgen read it: its step and values, or why it was skipped."""
+    frame = campaign.metrics
+    rows = frame[(frame["path"] == rel) & frame["line"].isin(wanted)] if len(frame) else frame
+    names = campaign.metric_names()
+    problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
+    spelled = campaign.spellings.get(rel, {})  # a tag read under the run's own name is shown as written
+    out = []
+    for number in wanted:
+        read = []
+        for _, row in rows[rows["line"] == number].iterrows():
+            values = tuple((spelled.get(name, name), float(row[name])) for name in names if not pd.isna(row[name])
+                           or (isinstance(row[name], float) and row[name] != row[name]))
+            read.append(QuotedRecord(None if pd.isna(row["step"]) else int(row["step"]), values))
+        if number in problems:
+            read.append(QuotedRecord(None, (), problems[number]))
+        out.append(Excerpt(number, (), frozenset([number]), unit="record", records=tuple(read)))
+    return out
+
+
+def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, campaign: Campaign | None,
+           out: dict[str, list[Excerpt]]) -> None:
+    """The cited lines of one file, with `context` lines around them, into out[rel]."""
+    wanted = sorted(n for n in lines if n and n > 0)
+    path = logs / rel
+    if not wanted or refusal(root, path) is not None:
+        return
+    with open_file(path) as handle:
+        if b"\x00" in handle.read(8192):
+            if campaign is not None:
+                out[rel] = _records(rel, wanted, campaign)
+            return
+    ranges: list[list[int]] = []
+    for n in wanted:
+        lo, hi = max(1, n - context), n + context
+        if ranges and lo <= ranges[-1][1] + 1:
+            ranges[-1][1] = hi
+        else:
+            ranges.append([lo, hi])
+    texts: dict[int, str] = {}
+    cut: set[int] = set()
+    current = 0  # index of the first range not yet passed; line numbers only grow
+    with open_file(path) as handle:
+        for number, raw in enumerate(_line_heads(handle), start=1):
+            while current < len(ranges) and number > ranges[current][1]:
+                current += 1
+            if current == len(ranges):
+                break
+            if number >= ranges[current][0]:
+                text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                if len(text) > MAX_EXCERPT_LINE:
+                    text = text[:MAX_EXCERPT_LINE]
+                    cut.add(number)
+                texts[number] = text
+    out[rel] = [
+        Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi),
+                cut=frozenset(n for n in cut if lo <= n <= hi))
+        for lo, hi in ranges
+        if lo in texts
+    ]
+
+
+def _line_heads(handle) -> Iterator[bytes]:
+    """The first bytes of every line (enough to quote it): a line of hundreds of MB is never held whole."""
+    while True:
+        head = handle.readline(4 * MAX_EXCERPT_LINE)
+        if not head:
+            return
+        if not head.endswith(b"\n"):
+            rest = head
+            while rest and not rest.endswith(b"\n"):
+                rest = handle.readline(1 << 20)
+        yield head
