@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
+import yaml
+
+from reportgen.bounded import TooComplex, compose_yaml
 from reportgen.ingest.common import Reading, read_document, read_mapping
 from reportgen.ingest.scan import Reader, Scan
 from reportgen.model import Evidence, InputFile, ManifestEntry
@@ -44,7 +47,17 @@ def sniff(head: bytes, name: str) -> bool:
 
 
 def _entry_lines(text: str) -> list[int]:
-    """The line each `- ` item of the YAML deliverables list starts on (JSON: each `{` after the list)."""
+    """The line each item of the deliverables list starts on, from the document's node graph (a JSON
+    manifest composes as YAML too), so that a list inside an entry (`paths:` as a block list) moves no
+    entry's line; failing that, each `- ` item of a YAML list (JSON: each `{` after the list)."""
+    try:
+        node = compose_yaml(text)
+    except (yaml.YAMLError, TooComplex):
+        node = None
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "deliverables" and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
     lines = text.splitlines()
     starts = [i + 1 for i, line in enumerate(lines) if re.match(r"^\s*-\s+\S", line)]
     if not starts:
