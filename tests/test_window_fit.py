@@ -1,0 +1,100 @@
+"""The schedule against the rented window at its boundaries (R6, R8): a plan exactly as long as a lot
+fits it, a plan longer than its lot shows a negative planned unused figure, and each plan option
+fits when its hours are equal to the window and not when they are half an hour more.
+
+The sample plan is 48 h long (R6's worked example): prep-env 3 (human), data-check 2 (cpu), then on
+gpu0 one after the other load-model 1, pilot 3, resume-check 1, control-preds 8, train-r16 9,
+train-r64 9, evaluate 4 (ends at 40 h), then write-outputs 2 (cpu) and error-analysis 6 (human):
+3 + 2 + 1 + 3 + 1 + 8 + 9 + 9 + 4 + 2 + 6 = 48; explore-len2048 (5 h on gpu0 after evaluate) ends
+at 45 h, inside it. Each test lengthens train-r16 (steps[6]) by `extra` hours; nothing was logged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import prepare
+
+TRAIN_R16 = 6  # index of train-r16 in the sample plan's schedule
+
+
+@pytest.fixture
+def report_with(tmp_path: Path, sample_plan_data, write_plan):
+    """report.json of an empty LOGS against the sample plan with train-r16 `extra` hours longer."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def make(extra: float) -> dict:
+        def edit(data: dict) -> None:
+            data["schedule"]["steps"][TRAIN_R16]["hours"] += extra
+
+        return prepare(logs, write_plan(sample_plan_data, edit, name=f"plan-{extra}.yaml")).report
+
+    return make
+
+
+def options(report: dict) -> dict[str, dict]:
+    return {o["label"]: o for o in report["plan_options"]}
+
+
+def test_a_plan_longer_than_its_lot_shows_a_negative_planned_unused_figure(report_with):
+    # 48 + 30 = 78 h planned in the 72 h window of one 3-day lot: 72 - 78 = -6 h (R8's example).
+    over = report_with(30)["schedule"]
+    assert (over["window_hours"], over["planned_hours"], over["planned_unused_hours"]) == (72.0, 78.0, -6.0)
+    # Counter-example: the sample as planned leaves 72 - 48 = 24 h unused (R6).
+    fits = report_with(0)["schedule"]
+    assert (fits["planned_hours"], fits["planned_unused_hours"]) == (48.0, 24.0)
+
+
+def test_a_schedule_exactly_as_long_as_the_lot_fits_it(report_with):
+    # 48 + 24 = 72 h in a 72 h window: it fits, nothing is left over and no plan option is needed.
+    exact = report_with(24)
+    assert (exact["schedule"]["planned_hours"], exact["schedule"]["planned_unused_hours"]) == (72.0, 0.0)
+    assert exact["plan_options"] == []
+    # The next campaign's suggestion (the plan's figures, nothing being measured) fits the same lot exactly.
+    lot = exact["next_campaign"]["lot"]
+    assert (exact["next_campaign"]["suggested_hours"], lot["label"], lot["fits"], lot["unused_hours"]) == (
+        72.0, "RTX 4090, 3 days", True, 0.0)
+    # Counter-example: half an hour more (72.5 h) does not fit the 3-day lot; the 7-day lot is next.
+    over = report_with(24.5)
+    assert over["schedule"]["planned_unused_hours"] == -0.5
+    assert options(over)["RTX 4090, 3 days"]["fits"] is False
+    three_days = over["next_campaign"]["lots"][0]
+    assert (three_days["label"], three_days["fits"], three_days["unused_hours"]) == ("RTX 4090, 3 days", False, -0.5)
+    assert over["next_campaign"]["lot"]["label"] == "RTX 4090, 7 days"
+
+
+def test_a_catalogue_lot_exactly_as_long_as_the_schedule_fits_it(report_with):
+    # 48 + 120 = 168 h = 7 days x 24 h: the 7-day lot fits exactly; the 3-day lot (72 h) does not.
+    exact = options(report_with(120))
+    assert (exact["RTX 4090, 7 days"]["fits"], exact["RTX 4090, 7 days"]["hours_needed"]) == (True, 168.0)
+    assert exact["RTX 4090, 3 days"]["fits"] is False and exact["RTX 4090, 30 days"]["fits"] is True
+    # Counter-example: 168.5 h is half an hour past the 7-day lot; only the 30-day lot (720 h) fits.
+    over = options(report_with(120.5))
+    assert [label for label, o in over.items() if o["kind"] == "catalogue" and o["fits"]] == ["RTX 4090, 30 days"]
+
+
+def test_two_lots_fit_when_the_split_schedule_is_exactly_the_window(report_with):
+    # Independent variant steps: control-preds, train-r16, train-r64; the second lot takes every other
+    # one, train-r16 (9 + 41 = 50 h). gpu0: load 5-6, pilot 6-9, resume-check 9-10, control-preds 10-18,
+    # train-r64 18-27; the second GPU: train-r16 10-60; evaluate 60-64, write-outputs 64-66,
+    # error-analysis 66-72: 72 h in the 72 h window. (One lot needs 48 + 41 = 89 h.)
+    exact = options(report_with(41))
+    two = exact["two RTX 4090, 3 days lots"]
+    assert (two["kind"], two["price"], two["hours_needed"], two["fits"]) == ("two_lots", 94.28, 72.0, True)
+    # Counter-example: 41.5 h more makes the split schedule 72.5 h, past the window.
+    over = options(report_with(41.5))["two RTX 4090, 3 days lots"]
+    assert (over["hours_needed"], over["fits"]) == (72.5, False)
+
+
+def test_a_reduced_protocol_fits_when_it_is_exactly_the_window(report_with):
+    # Dropping train-r64 (useful, 9 h) and explore-len2048 (exploratory, after evaluate) saves 9 h:
+    # 48 + 33 = 81 h planned, 81 - 9 = 72 h without them.
+    exact = options(report_with(33))["reduced protocol"]
+    assert (exact["price"], exact["hours_needed"], exact["fits"]) == (47.14, 72.0, True)
+    assert exact["dropped"] == ["train-r64", "explore-len2048"] and "saves 9.0 h, 72.0 h left" in exact["note"]
+    # Counter-example: 33.5 h more leaves 72.5 h, which does not fit.
+    over = options(report_with(33.5))["reduced protocol"]
+    assert (over["hours_needed"], over["fits"]) == (72.5, False)
