@@ -706,18 +706,20 @@ def test_r14_five_timing_repeats_of_one_corpus_are_one_useful_corpus():
     assert (cost.passed_outputs, cost.per_output) == (1, 47.14)  # 47.14 / 1, not 47.14 / 5 = 9.43
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "R14 disagreement: a predictions entry that names no corpus is checked against the plan's corpus "
-    "(verify falls back to corpus.expected_ids) but deliverables._mark_duplicates only dedups by an explicit "
-    "`corpus`, so five timing repeats of the plan's corpus with different bytes count as 5 outputs (9.43 USD each)"))
 def test_r14_timing_repeats_that_name_no_corpus_are_still_one_corpus():
     """R14: "Repeating the same corpus five times for timing is still one useful corpus", also when the manifest
-    leaves `corpus` to the plan's fixed corpus."""
+    leaves `corpus` to the plan's fixed corpus (verify checks such predictions against the plan's ids)."""
     plan = make_plan()
     checks = [predictions("preds-a", "var-a", None, "a" * 64)] + [
         predictions(f"preds-a-timing-{n}", "var-a", None, str(n) * 64) for n in range(1, 5)]
-    cost = deliverables.costs(plan, judge(plan, checks))
-    assert (cost.passed_outputs, cost.per_output) == (1, 47.14)  # the code gives (5, 9.43): 47.14 / 5
+    results = judge(plan, checks)
+    cost = deliverables.costs(plan, results)
+    assert (cost.passed_outputs, cost.per_output) == (1, 47.14)  # not 5 outputs at 47.14 / 5 = 9.43
+    assert {r.id: r.duplicate_of for r in results} == {"preds-a": None} | {
+        f"preds-a-timing-{n}": "preds-a" for n in range(1, 5)}
+    # Counter-example: the plan's corpus named once and a second corpus named by the manifest are two outputs.
+    other = [predictions("preds-a", "var-a", None, "a" * 64), predictions("preds-a-dev", "var-a", "corpus-dev", "b" * 64)]
+    assert deliverables.costs(plan, judge(plan, other)).passed_outputs == 2
 
 
 def test_r14_r13_zero_passed_outputs_leave_the_ratio_undefined_never_zero_and_the_cost_stands():

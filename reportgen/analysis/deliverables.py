@@ -92,7 +92,7 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
                                f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
         results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned,
                                          location=_location(check, campaign, deadline)))
-    _mark_duplicates(results)
+    _mark_duplicates(results, plan.corpus.id)
     return results
 
 
@@ -104,15 +104,17 @@ def _location(check: DeliverableCheck, campaign: Campaign, deadline: datetime) -
     return locate(transfers, deadline, [check.entry.evidence] if present else [], Location(Place.MISSING))
 
 
-def _mark_duplicates(results: list[DeliverableResult]) -> None:
-    """Identical content, or the same kind, variant and corpus again, is one output (R14)."""
+def _mark_duplicates(results: list[DeliverableResult], plan_corpus: str) -> None:
+    """Identical content, or the same kind, variant and corpus again, is one output (R14). Predictions
+    that name no corpus are of the plan's fixed corpus: verify checks them against its ids."""
     first_by_content: dict[str, str] = {}
     first_by_subject: dict[tuple, str] = {}
     for result in results:
         entry = result.check.entry
         digests = [f.sha256 for f in result.check.files if f.sha256]
         content = digests[0] if len(digests) == 1 and len(result.check.files) == 1 else None
-        subject = (entry.kind, entry.variant, entry.corpus) if entry.corpus is not None else None
+        corpus = entry.corpus if entry.corpus is not None or entry.kind != OUTPUT_KIND else plan_corpus
+        subject = (entry.kind, entry.variant, corpus) if corpus is not None else None
         original = (first_by_content.get(content) if content else None) or (first_by_subject.get(subject) if subject else None)
         if original is not None and result.passed:
             result.duplicate_of = original
