@@ -98,6 +98,32 @@ class EventKind(StrEnum):
     END = "end"
 
 
+class RunKind(StrEnum):
+    """What a run did: trained, or only evaluated (a run that trained no step)."""
+
+    TRAINING = "training"
+    EVALUATION = "evaluation"
+
+
+class MessageKind(StrEnum):
+    """What a line of a text log (or a reader's own finding) says about its run."""
+
+    TRACEBACK = "traceback"  # a Python traceback: the process died of an exception
+    OOM = "oom"  # out of GPU or host memory
+    KILLED = "killed"  # killed by a signal or by the system
+    NON_FINITE = "non_finite"  # a NaN or infinite value logged (`target`: the metric)
+    TOO_LONG = "too_long"  # inputs longer than the model's maximum, not cut
+    TRUNCATION = "truncation"  # inputs cut to the model's maximum
+    RESUMED = "resumed"  # training continued from a checkpoint (`target`: the path named)
+    FINISHED = "finished"  # the trainer's own end-of-training line
+    EARLY_STOP = "early_stop"  # early stopping ended training
+    PROGRESS = "progress"  # a progress bar's step and elapsed time (`seconds`)
+
+
+# Text-log findings that end a run before its end.
+FATAL_MESSAGES = frozenset({MessageKind.TRACEBACK, MessageKind.OOM, MessageKind.KILLED})
+
+
 class WarningCode(StrEnum):
     """What a warning of report.json is about (a closed list: tools may act on the code)."""
 
@@ -365,16 +391,12 @@ class Checkpoint:
     history: tuple[bytes, ...] | None = None  # digests of the log_history its trainer_state.json holds
 
 
-# Text-log findings that end a run before its end.
-FATAL_MESSAGES = {"traceback", "oom", "killed"}
-
-
 @dataclass
 class LogMessage:
     """Something a text log said: a traceback, an out-of-memory error, a non-finite loss..."""
 
     run: str | None
-    kind: str  # traceback | oom | killed | non_finite | too_long | truncation | resumed | finished | early_stop | progress
+    kind: MessageKind
     message: str
     evidence: Evidence
     step: int | None = None
@@ -459,7 +481,7 @@ class Run:
 
     id: str
     sources: list[str] = field(default_factory=list)
-    kind: str = "training"  # "training" | "evaluation" (a run that trained no step)
+    kind: RunKind = RunKind.TRAINING
     evaluates: str | None = None  # the training run an evaluation run evaluates
     identity: list[Decision] = field(default_factory=list)
     variant: str | None = None
@@ -504,7 +526,7 @@ class Campaign:
     spellings: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def training_runs(self) -> list[Run]:
-        return [run for run in self.runs.values() if run.kind == "training"]
+        return [run for run in self.runs.values() if run.kind == RunKind.TRAINING]
 
     def evaluated_by(self) -> dict[str, list[str]]:
         """For each training run, the evaluation runs attached to it."""

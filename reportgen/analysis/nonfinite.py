@@ -12,6 +12,7 @@ from reportgen.model import (
     METRIC_FRAME_COLUMNS,
     Campaign,
     Evidence,
+    MessageKind,
     metric_values,
     same_metric,
 )
@@ -63,7 +64,7 @@ def non_finite(campaign: Campaign) -> dict[str, list[NonFinite]]:
                 seen[span] = window = NonFinite(str(run), name, *span[1:], [evidence], at=at)
                 out.setdefault(str(run), []).append(window)
     for message in campaign.messages:
-        if message.kind == "non_finite" and message.run is not None:
+        if message.kind == MessageKind.NON_FINITE and message.run is not None:
             metric = message.target or "loss"
             covering = [w for w in out.get(message.run, []) if message.evidence.path in {e.path for e in w.evidence}
                         and (message.target is None or w.metric == message.target)

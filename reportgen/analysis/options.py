@@ -9,14 +9,18 @@ question. A multi-GPU lot (a B200 lot holds 2 GPUs) is one price.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from reportgen.analysis.schedule import ScheduleReport, planned_hours, planned_timeline
 from reportgen.plan.schema import Lot, Plan
 
+# A longer lot of the catalogue, two lots side by side, or the plan reduced to what answers the question.
+OptionKind = Literal["catalogue", "two_lots", "reduced"]
+
 
 @dataclass
 class PlanOption:
-    kind: str  # catalogue | two_lots | reduced
+    kind: OptionKind
     label: str
     price: float
     currency: str

@@ -12,8 +12,10 @@ from reportgen.model import (
     Campaign,
     Evidence,
     LogMessage,
+    MessageKind,
     Problem,
     Run,
+    RunKind,
     UnlinkedSource,
     WarningCode,
 )
@@ -59,7 +61,7 @@ def _stated_hours(run: Run, messages: list[LogMessage]) -> tuple[float, str] | N
         return (facts.seconds or 0.0) / 3600.0, f"training time stated by {facts.evidence.path} (train_runtime)"
     last: dict[tuple[str, int], LogMessage] = {}
     for message in messages:
-        if message.run == run.id and message.kind == "progress" and message.seconds is not None:
+        if message.run == run.id and message.kind == MessageKind.PROGRESS and message.seconds is not None:
             last[(message.evidence.path, message.session)] = message
     if not last:
         return None
@@ -148,7 +150,7 @@ def gpu_time(plan: Plan, campaign: Campaign, order: list[str], statuses: dict[st
     counts: dict[str, int] = {}
     unmeasured = []
     for run_id in order:
-        training = campaign.runs[run_id].kind == "training"
+        training = campaign.runs[run_id].kind == RunKind.TRAINING
         if training:
             counts[statuses[run_id].status] = counts.get(statuses[run_id].status, 0) + 1
         held = times[run_id].gpu_hours
@@ -165,7 +167,7 @@ def gpu_time(plan: Plan, campaign: Campaign, order: list[str], statuses: dict[st
         busy_fraction=total / rented if total is not None and rented > 0 else None,
         without_gpu_time=unmeasured,
         training_runs_by_status=dict(sorted(counts.items())),
-        evaluation_runs=sum(1 for run_id in order if campaign.runs[run_id].kind != "training"),
+        evaluation_runs=sum(1 for run_id in order if campaign.runs[run_id].kind != RunKind.TRAINING),
     )
 
 

@@ -23,6 +23,7 @@ from reportgen.model import (
     Campaign,
     EventKind,
     Evidence,
+    MessageKind,
     Run,
     Status,
     StoppedBy,
@@ -58,7 +59,7 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
         first = stops[0]
         return RunStatus(Status.STOPPED, first.reason, [s.evidence for s in stops], by=first.by)
     messages = [m for m in campaign.messages if m.run == run.id]
-    early = [m for m in messages if m.kind == "early_stop"]
+    early = [m for m in messages if m.kind == MessageKind.EARLY_STOP]
     if early:
         return RunStatus(Status.STOPPED, f"early stopping: {early[-1].message}", [m.evidence for m in early], by=STOPPED_BY_LOOP)
     loop = [f for f in run.facts if f.status == STOPPED_BY_LOOP]
@@ -73,7 +74,7 @@ def run_status(run: Run, campaign: Campaign) -> RunStatus:
             return RunStatus(Status.STOPPED, "the run ended with status 'stopped'", end, by=StoppedBy.SCRIPT)
         return RunStatus(Status.INTERRUPTED, f"the run ended with status '{run.end_status}'", end)
     completed = [f for f in run.facts if f.status == Status.COMPLETED]
-    finished = [m for m in messages if m.kind == "finished"]
+    finished = [m for m in messages if m.kind == MessageKind.FINISHED]
     if completed or finished:
         reason = completed[0].reason if completed else finished[0].message
         return RunStatus(Status.COMPLETED, reason or "a source records the end of training",

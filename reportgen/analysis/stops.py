@@ -23,18 +23,20 @@ from reportgen.model import (
     Evidence,
     LoggedStop,
     LogMessage,
+    MessageKind,
     Run,
+    RunKind,
     metric_values,
     same_metric,
 )
-from reportgen.plan.schema import Plan, StopRule
+from reportgen.plan.schema import Plan, StopKind, StopRule
 
 # Metric names that count inputs cut to fit the context (R10 truncation), unless the rule names its own.
 TRUNCATION_COUNTER = re.compile(r"(^|[/_.])(num_|n_)?truncat(ed|ions?)(_inputs|_samples|_examples|_count)?$", re.IGNORECASE)
 # Kinds reportgen can decide from the logs; `other` rules are only ever logged.
-EVALUATED_KINDS = ("non_finite", "below_threshold", "truncation", "no_resume", "interrupted")
+EVALUATED_KINDS: tuple[StopKind, ...] = ("non_finite", "below_threshold", "truncation", "no_resume", "interrupted")
 # Kinds a script can notice while its run is alive, and so could have logged.
-LIVE_KINDS = ("non_finite", "below_threshold", "truncation")
+LIVE_KINDS: tuple[StopKind, ...] = ("non_finite", "below_threshold", "truncation")
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Stop:
     id: str
     run: str
     rule: str | None
-    kind: str
+    kind: StopKind
     logged: LoggedStop | None
     evaluated: Firing | None
     disagreement: str | None = None
@@ -217,7 +219,7 @@ def _truncation(rule: StopRule, rows: _RunRows | None, messages: list[LogMessage
             if position is not None:
                 step, at, where = rows.where(position)
                 candidates.append(Firing(step, at, f"{column} = {values[position]:g}{_at_step(step)}: inputs were cut", [where]))
-    cut = sorted((m for m in messages if m.kind == "truncation"), key=_message_order)
+    cut = sorted((m for m in messages if m.kind == MessageKind.TRUNCATION), key=_message_order)
     if cut:
         said = cut[0]
         candidates.append(Firing(said.step, None, f"the log reports truncation: {said.message}", [said.evidence]))
@@ -312,7 +314,7 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
     notices: list[Notice] = []
     reports: list[RuleReport] = []
     for rule in plan.stop_rules:
-        applies = [r for r, run in campaign.runs.items() if run.kind == "training" and _rule_applies(rule, run_variants.get(r))]
+        applies = [r for r, run in campaign.runs.items() if run.kind == RunKind.TRAINING and _rule_applies(rule, run_variants.get(r))]
         fired: list[str] = []
         checked: list[str] = []  # runs whose logs could show the rule's condition
         for run_id in applies:
@@ -333,8 +335,8 @@ def evaluate(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None]
                 firing = _truncation(rule, rows, own)
                 counters = [m for m in logged if (any(same_metric(c, m) for c in rule.metrics) if rule.metrics
                                                   else TRUNCATION_COUNTER.search(m))]
-                can_tell = firing is not None or bool(counters) or any(m.kind == "too_long" for m in own)
-                for warning in sorted((m for m in own if m.kind == "too_long"), key=_message_order):
+                can_tell = firing is not None or bool(counters) or any(m.kind == MessageKind.TOO_LONG for m in own)
+                for warning in sorted((m for m in own if m.kind == MessageKind.TOO_LONG), key=_message_order):
                     notices.append(Notice(run_id, rule.id, "not a truncation: " + warning.message, [warning.evidence]))
             elif rule.kind in ("no_resume", "interrupted"):
                 can_tell = True  # every run's status is known, if only as unknown

@@ -48,6 +48,7 @@ from reportgen.model import (
     Evaluation,
     EventKind,
     Evidence,
+    MessageKind,
     ReloadTest,
     Run,
     Status,
@@ -77,7 +78,7 @@ INTERRUPTION_CAUSES = (CauseName.LOST_WORK, CauseName.DOWNTIME)
 # Metrics that say how long a step's inputs were: per step, or (num_input_tokens_seen) a running total.
 LENGTH_METRICS = ("tokens", "input_tokens", "seq_len", "sequence_length", "input_length", "max_seq_len")
 CUMULATIVE_LENGTH_METRICS = ("num_input_tokens_seen",)
-LONG_INPUT_MESSAGES = ("too_long", "truncation")
+LONG_INPUT_MESSAGES = (MessageKind.TOO_LONG, MessageKind.TRUNCATION)
 LONG_FACTOR = 1.25  # tokens a step this far above the run's median mark a stretch of long inputs
 
 

@@ -16,6 +16,7 @@ from reportgen.model import (
     Evidence,
     LoggedDecision,
     Problem,
+    RunKind,
     Status,
     WarningCode,
 )
@@ -129,7 +130,7 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     results = []
     evaluated_by = campaign.evaluated_by()
     for variant in plan.variants:
-        run_ids = [r for r, v in run_variants.items() if v == variant.id and campaign.runs[r].kind == "training"]
+        run_ids = [r for r, v in run_variants.items() if v == variant.id and campaign.runs[r].kind == RunKind.TRAINING]
         drop = _drop_decision(variant.id, campaign.decisions)
         ended = [r for r in run_ids if statuses[r].status == Status.COMPLETED
                  or (statuses[r].status == Status.STOPPED and not statuses[r].stopped_by_rule)]

@@ -15,7 +15,7 @@ from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
 from reportgen.analysis.plan_checks import Finding
 from reportgen.analysis.runs import RunsReport
-from reportgen.model import Campaign, Evidence, Problem, Status, WarningCode
+from reportgen.model import Campaign, Evidence, Problem, RunKind, Status, WarningCode
 from reportgen.numbers import plural
 from reportgen.plan.schema import format_key
 
@@ -43,7 +43,7 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                                        [Evidence(info.path, p.line) for p in info.problems[:MAX_EVIDENCE]] or [Evidence(info.path)]))
     for run_id in runs.order:
         status = runs.statuses[run_id]
-        if status.status == Status.UNKNOWN and campaign.runs[run_id].kind == "training":
+        if status.status == Status.UNKNOWN and campaign.runs[run_id].kind == RunKind.TRAINING:
             out.append(CampaignWarning(WarningCode.UNKNOWN_END, f"run {run_id}: {status.reason}", status.evidence[:MAX_EVIDENCE]))
     for item in runs.unlinked:
         out.append(CampaignWarning(WarningCode.UNLINKED_SOURCE, f"{item.source.path}: {item.source.reason}",

@@ -42,7 +42,14 @@ from reportgen.ingest.common import (
     text_lines,
 )
 from reportgen.ingest.scan import Reader, Scan, Source, folder_name, parent
-from reportgen.model import Evaluation, Evidence, InputFile, LogMessage, RunFacts
+from reportgen.model import (
+    Evaluation,
+    Evidence,
+    InputFile,
+    LogMessage,
+    MessageKind,
+    RunFacts,
+)
 
 FORMAT = "dvclive"
 TSV = "dvclive-tsv"
@@ -199,7 +206,7 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
     run.resumed = _resumed(back)
     if run.resumed is not None:
         rel, line = back[0][0], back[0][1]
-        run.reading.events.append(LogMessage(key, "resumed", run.resumed, Evidence(rel, line), step=back[0][2]))
+        run.reading.events.append(LogMessage(key, MessageKind.RESUMED, run.resumed, Evidence(rel, line), step=back[0][2]))
     return run
 
 

@@ -52,6 +52,7 @@ from reportgen.model import (
     InputFile,
     LoggedStop,
     LogMessage,
+    MessageKind,
     RunFacts,
 )
 
@@ -144,7 +145,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         kind = "eval" if any(k.startswith("eval_") for k in values) else ("summary" if is_summary else "train")
         if kind == "train" and values.get("loss") == 0.0 and _non_finite(values.get("grad_norm")):
             values["loss"] = math.nan
-            events.append(LogMessage(run, "non_finite", "loss logged as 0.0 while grad_norm is non-finite: "
+            events.append(LogMessage(run, MessageKind.NON_FINITE, "loss logged as 0.0 while grad_norm is non-finite: "
                                      "the Trainer's NaN filter (logging_nan_inf_filter) left every non-finite loss "
                                      "of this logging window out", Evidence(rel, line), step, target="loss"))
         rows.add(run, kind, step, line, None, values)

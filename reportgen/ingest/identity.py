@@ -34,9 +34,11 @@ from reportgen.model import (
     Decision,
     Evidence,
     LogMessage,
+    MessageKind,
     Problem,
     Run,
     RunFacts,
+    RunKind,
     UnlinkedSource,
     WarningCode,
 )
@@ -688,7 +690,7 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
     for run_id, run in runs.items():
         run.identity = list(merged.decisions.get(run_id, []))
         if run_id in merged.evaluation:
-            run.kind = "evaluation"
+            run.kind = RunKind.EVALUATION
             run.identity.append(merged.evaluation[run_id])
     folders: dict[str, list[str]] = {}
     for key, source in sources.items():
@@ -1134,7 +1136,7 @@ def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple,
             continued_by.setdefault(run.resumes, []).append(run.id)
     for (text, session) in list(pending):
         for message in _session_messages(text, session):
-            if message.kind != "resumed" or not message.target:
+            if message.kind != MessageKind.RESUMED or not message.target:
                 continue
             check = _checkpoint_named(message.target, campaign.checkpoints)
             followers = continued_by.get(check.run, []) if check is not None else []
@@ -1150,7 +1152,7 @@ def _link_by_chain(campaign: Campaign, pending: dict[tuple, str]) -> dict[tuple,
         by_text.setdefault(text.path, []).append((text, session))
     for items in by_text.values():
         text = items[0][0]
-        below = [r for r in _runs_below(campaign, text.folder, text.path) if campaign.runs[r].kind == "training"]
+        below = [r for r in _runs_below(campaign, text.folder, text.path) if campaign.runs[r].kind == RunKind.TRAINING]
         if len(below) == 1:
             for text_, session in items:
                 why = f"{_where(text_, session)} lies in {text.folder or 'LOGS'}/, which holds this run alone"
@@ -1235,7 +1237,7 @@ def _continuations(campaign: Campaign) -> bool:
     for check in campaign.checkpoints:
         checkpoints.setdefault(check.run, []).append(check)
     for run_id, run in runs.items():
-        if run.kind != "training":
+        if run.kind != RunKind.TRAINING:
             continue
         told = next((f for f in run.facts if f.resume_rule and f.resumes == run.resumes), None)
         if run.resumes is not None and told is not None:
@@ -1289,7 +1291,7 @@ def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: 
     """A run that restored a checkpoint of its own (a resume into the same folder) continues itself,
     not another run: its log names its own checkpoint, or its folder holds a checkpoint older than
     the first step it logged (the logger's file was rewritten by the resumed process)."""
-    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == "resumed" and m.target),
+    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == MessageKind.RESUMED and m.target),
                           key=lambda m: m.evidence):
         check = _checkpoint_named(message.target or "", campaign.checkpoints)
         if check is not None and check.run == run.id:
@@ -1311,7 +1313,7 @@ def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: 
 
 def _restore_claims(run: Run, campaign: Campaign) -> list[_Claim]:
     claims = []
-    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == "resumed" and m.target),
+    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == MessageKind.RESUMED and m.target),
                           key=lambda m: m.evidence):
         check = _checkpoint_named(message.target or "", campaign.checkpoints)
         if check is not None and check.run != run.id and check.run in campaign.runs:
@@ -1363,7 +1365,7 @@ def _step_claims(run: Run, runs: dict[str, Run], checkpoints: dict[str, list[Che
     first = trace.first_step
     options: list[tuple[int, str, Checkpoint, int]] = []
     for other_id, other in runs.items():
-        if other_id == run.id or other.kind != "training":
+        if other_id == run.id or other.kind != RunKind.TRAINING:
             continue
         theirs = traces.get(other_id)
         if theirs is None or theirs.first_step is None:
@@ -1396,11 +1398,11 @@ def _evaluated_folders(campaign: Campaign, folders: dict[str, list[str]]) -> Non
     runs = campaign.runs
     for run in runs.values():
         named = [f for f in run.facts if f.evaluated]
-        if run.kind != "evaluation" or run.evaluates or not named:
+        if run.kind != RunKind.EVALUATION or run.evaluates or not named:
             continue
         facts = named[0]
         hits = sorted(other for other, places in folders.items()
-                      if other != run.id and other in runs and runs[other].kind == "training"
+                      if other != run.id and other in runs and runs[other].kind == RunKind.TRAINING
                       and any(path_ends_with(facts.evaluated, place) for place in places if place))  # type: ignore[arg-type]
         if len(hits) != 1:
             continue
@@ -1418,10 +1420,10 @@ def _attach_evaluations(campaign: Campaign) -> None:
     runs = campaign.runs
     starts = sorted((r.started_at, r.id) for r in runs.values() if r.started_at is not None)
     for run in runs.values():
-        if run.kind != "evaluation" or run.started_at is None or run.first_step is None or run.first_step != run.last_step:
+        if run.kind != RunKind.EVALUATION or run.started_at is None or run.first_step is None or run.first_step != run.last_step:
             continue
         before = [(end, r.id) for r in runs.values()
-                  if r.kind == "training" and r.last_step == run.first_step
+                  if r.kind == RunKind.TRAINING and r.last_step == run.first_step
                   and (end := r.ended_at or r.last_seen_at) is not None and end <= run.started_at]
         if not before:
             continue

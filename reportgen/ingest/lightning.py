@@ -36,6 +36,7 @@ from reportgen.ingest.scan import (
 )
 from reportgen.ingest.torchfile import Opaque, UnreadablePickle, read_torch_file
 from reportgen.model import Checkpoint, Evaluation, Evidence, InputFile, RunFacts
+from reportgen.plan.schema import RESUME_PARTS
 
 FORMAT = "lightning-csv"
 
@@ -187,7 +188,6 @@ def read_checkpoint(path: Path, rel: str, run: str) -> tuple[InputFile, Checkpoi
 
 
 _STEP_IN_NAME = re.compile(r"(?:^|[-_])step=(\d+)")
-RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
 
 def pointer_checkpoint(rel: str, run: str, pointer: str) -> Checkpoint:

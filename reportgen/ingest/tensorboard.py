@@ -38,7 +38,14 @@ from reportgen.ingest.common import (
 )
 from reportgen.ingest.protowire import fields, signed, varint
 from reportgen.ingest.scan import Reader, Scan, Source, parents
-from reportgen.model import Decision, Evidence, InputFile, LogMessage, RunFacts
+from reportgen.model import (
+    Decision,
+    Evidence,
+    InputFile,
+    LogMessage,
+    MessageKind,
+    RunFacts,
+)
 
 FORMAT = "tensorboard"
 _HEADER = struct.Struct("<QI")
@@ -53,6 +60,7 @@ _FILE_NAME = re.compile(r"^events\.out\.tfevents\.(\d+)\.(.+)\.(\d+)\.(\d+)(?:\.
 
 
 def masked_crc(data: bytes) -> int:
+    """The CRC-32C of `data`, masked as TFRecord stores it (rotated right by 15 bits, plus a constant)."""
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
@@ -209,7 +217,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
     size = len(buf)
     pos = 0
     record = 0
-    crc = google_crc32c.value
+    crc = masked_crc
     header = _HEADER.unpack_from
     u32 = _U32.unpack_from
     unpack_double, unpack_float = _DOUBLE.unpack_from, _FLOAT.unpack_from
@@ -225,8 +233,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             info.cut_off = True
             break
         length, length_crc = header(buf, pos)
-        c = crc(buf[pos:pos + 8])
-        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
+        if crc(buf[pos:pos + 8]) != length_crc:
             info.problem(record, f"record {record} at byte {pos}: the length's CRC does not match; the rest of the file cannot be framed and is not read")
             info.skipped += 1
             break
@@ -240,9 +247,8 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             info.cut_off = True
             break
         data = buf[start:end]
-        c = crc(data)
         pos = end + 4
-        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != u32(buf, end)[0]:
+        if crc(data) != u32(buf, end)[0]:
             info.problem(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
             info.skipped += 1
             continue
@@ -378,7 +384,7 @@ def _restarts(scan: Scan, key: str, starts: list[tuple[int, str]]) -> None:
             scan.notes.append((key, Decision("merged", "same-process", text, (Evidence(first), Evidence(rel)))))
         elif step > first_step:
             message = f"a new TensorBoard file of another process starts at step {step}: the run was restarted and resumed"
-            scan.add(Reading(events=[LogMessage(key, "resumed", message, Evidence(rel))]))
+            scan.add(Reading(events=[LogMessage(key, MessageKind.RESUMED, message, Evidence(rel))]))
 
 
 READER = Reader(FORMAT, recognise, read_files)

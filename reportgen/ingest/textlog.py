@@ -55,7 +55,7 @@ from reportgen.ingest.common import (
     text_lines,
 )
 from reportgen.ingest.scan import Reader, Scan, TextLog, parents
-from reportgen.model import Evidence, InputFile, LogMessage
+from reportgen.model import Evidence, InputFile, LogMessage, MessageKind
 
 FORMAT = "text-log"
 TEXT_SUFFIXES = (".log", ".txt", ".out", ".err", ".stdout", ".stderr")
@@ -254,14 +254,14 @@ def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed
     sessions = [Session(0, 1, 1)]
     printed = Printed()
 
-    def add(kind: str, line: int, message: str, target: str | None = None) -> None:
+    def add(kind: MessageKind, line: int, message: str, target: str | None = None) -> None:
         messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
 
     def flush_bar() -> None:
         """The session's last progress bar: how long its training loop ran, to the step it reached."""
         if bar is not None:
             line, at_step, elapsed = bar
-            messages.append(LogMessage(None, "progress", f"the progress bar shows step {at_step} after {_clock(elapsed)}",
+            messages.append(LogMessage(None, MessageKind.PROGRESS, f"the progress bar shows step {at_step} after {_clock(elapsed)}",
                                        Evidence(rel, line), step=at_step, session=session, seconds=elapsed))
 
     for number, line in _segments(text):
@@ -316,13 +316,13 @@ def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed
             _ties(stripped, low, number, current)
         if in_traceback is not None:
             if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
-                kind = "oom" if _OOM.search(stripped) else "traceback"
+                kind = MessageKind.OOM if _OOM.search(stripped) else MessageKind.TRACEBACK
                 add(kind, number, stripped)
                 in_traceback = None
                 crashed = True
                 continue
             if not line.startswith((" ", "\t")) and not stripped.startswith(("During handling", "The above exception")):
-                add("traceback", in_traceback, "a traceback with no final exception line")
+                add(MessageKind.TRACEBACK, in_traceback, "a traceback with no final exception line")
                 in_traceback = None
             else:
                 continue
@@ -343,23 +343,23 @@ def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed
         if not _may_say(low):
             continue
         if _OOM.search(stripped):
-            add("oom", number, stripped)
+            add(MessageKind.OOM, number, stripped)
         elif _KILLED.match(stripped):
-            add("killed", number, stripped)
+            add(MessageKind.KILLED, number, stripped)
         elif _TOO_LONG.search(stripped):
-            add("too_long", number, "inputs longer than the model's maximum; the tokenizer did not cut them: " + stripped)
+            add(MessageKind.TOO_LONG, number, "inputs longer than the model's maximum; the tokenizer did not cut them: " + stripped)
         elif _TRUNCATION.search(stripped):
-            add("truncation", number, stripped)
+            add(MessageKind.TRUNCATION, number, stripped)
         elif match := _NON_FINITE.search(stripped):
-            add("non_finite", number, stripped, target=match.group(1).lower().replace(" ", "_"))
+            add(MessageKind.NON_FINITE, number, stripped, target=match.group(1).lower().replace(" ", "_"))
         elif _FIT_DONE.search(stripped):
-            add("finished", number, stripped)
+            add(MessageKind.FINISHED, number, stripped)
         elif _EARLY_STOP.search(stripped):
-            add("early_stop", number, stripped)
+            add(MessageKind.EARLY_STOP, number, stripped)
         elif match := _RESTORE.search(stripped):
-            add("resumed", number, stripped, target=match.group(1).rstrip(".,;'\""))
+            add(MessageKind.RESUMED, number, stripped, target=match.group(1).rstrip(".,;'\""))
     if in_traceback is not None:
-        add("traceback", in_traceback, "a traceback cut off before its exception line")
+        add(MessageKind.TRACEBACK, in_traceback, "a traceback cut off before its exception line")
     flush_bar()
     printed.settle(sessions)
     return messages, sessions, printed
@@ -490,7 +490,7 @@ def _printed_dict(line: str) -> dict | None:
 def _progress(values: dict, number: int, add) -> None:
     """A dict the Trainer printed: its final summary, or values that are not finite."""
     if "train_runtime" in values:
-        add("finished", number, "the Trainer printed its final training summary")
+        add(MessageKind.FINISHED, number, "the Trainer printed its final training summary")
     for key in ("loss", "grad_norm", "eval_loss"):
         value = values.get(key)
         try:
@@ -498,7 +498,7 @@ def _progress(values: dict, number: int, add) -> None:
         except (TypeError, ValueError):
             continue
         if number_value is not None and not math.isfinite(number_value):
-            add("non_finite", number, f"the Trainer printed {key}={value}", target=key)
+            add(MessageKind.NON_FINITE, number, f"the Trainer printed {key}={value}", target=key)
 
 
 # A dict is the Trainer's metric row when it holds one of the keys the Trainer logs (Trainer.log:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -31,6 +31,8 @@ def format_key(path: KeyPath) -> str:
 Category = Literal["required", "useful", "exploratory"]
 Role = Literal["control", "variant"]
 ResumePart = Literal["model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress"]
+# Every part of a training state a checkpoint can hold, in the order reports show them (R11).
+RESUME_PARTS: tuple[ResumePart, ...] = get_args(ResumePart)
 StopKind = Literal["non_finite", "below_threshold", "truncation", "no_resume", "interrupted", "other"]
 StepKind = Literal[
     "preparation",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC
 
 from reportgen.analysis import Survey
+from reportgen.model import MessageKind
+from reportgen.plan.schema import RESUME_PARTS
 from reportgen.render.report import (
     evidence,
     inputs_json,
@@ -18,7 +20,6 @@ from reportgen.render.report import (
 )
 
 SCHEMA = "reportgen.inspect/1"
-RESUME_PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
 
 def build_inspect(found: Survey) -> dict:
@@ -55,7 +56,7 @@ def build_inspect(found: Survey) -> dict:
             ],
             "messages": [
                 {"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
-                for m in campaign.messages if m.run == run_id and m.kind != "non_finite"
+                for m in campaign.messages if m.run == run_id and m.kind != MessageKind.NON_FINITE
             ],
         })
     checkpoints = [
