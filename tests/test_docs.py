@@ -31,3 +31,32 @@ def test_the_writer_example_in_the_docs_runs(tmp_path, monkeypatch):
     log = native.read(tmp_path / "logs/runs/lora-r16-1/events.jsonl", "events.jsonl")
     assert log.input.problems == []
     assert len(log.metrics[log.metrics["kind"] == "metric"]) == 3000
+
+
+def test_the_report_json_reference_names_every_section_and_every_code():
+    """docs/report-json.md documents each top-level key of the sample's report and every value of
+    each closed list a tool may branch on; a new code without its line in the doc fails here."""
+    import json
+    from typing import get_args
+
+    from reportgen.analysis.checkpoints import Place
+    from reportgen.analysis.decisions import PointState
+    from reportgen.analysis.estimates import Doubt, EstimateKind, Quantity
+    from reportgen.analysis.variance import CauseName
+    from reportgen.analysis.verdicts import CampaignVerdict, VariantVerdict
+    from reportgen.model import RunKind, Status, StoppedBy, WarningCode
+    from reportgen.plan.schema import StopKind
+
+    doc = (REPO / "docs" / "report-json.md").read_text(encoding="utf-8")
+    table = doc.split("## Sections", 1)[1].split("## ", 1)[0]
+    sections = re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|", table, flags=re.MULTILINE)
+    documented = {key for pair in sections for key in pair if key}
+    report = json.loads((REPO / "tests" / "golden" / "sample-report.json").read_text(encoding="utf-8"))
+    assert set(report) <= documented, f"undocumented sections: {sorted(set(report) - documented)}"
+    assert documented <= set(report), f"documented sections the report lacks: {sorted(documented - set(report))}"
+
+    vocabularies = [RunKind, Status, StoppedBy, WarningCode, CauseName, Place, PointState, EstimateKind, Quantity,
+                    Doubt, VariantVerdict, CampaignVerdict]
+    missing = [f"{v.__name__}.{m.name}" for v in vocabularies for m in v if f"`{m.value}`" not in doc]
+    missing += [f"StopKind {k}" for k in get_args(StopKind) if f"`{k}`" not in doc]
+    assert not missing
