@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from reportgen.analysis.interval import overhead
+
 PLOTLY_ASSET = "assets/plotly.min.js"
 COLORS = {"planned": "#9aa5b1", "actual": "#2f6fb3", "open": "#d9822b"}
 
@@ -106,6 +108,10 @@ def schedule_gantt(schedule: dict) -> dict:
     return _to_dict(fig)
 
 
+def percent(fractions: tuple[float, float]) -> tuple[float, float]:
+    return 100.0 * fractions[0], 100.0 * fractions[1]
+
+
 def interval_chart(interval: dict) -> dict | None:
     """Expected overhead against the save interval (R12): time spent saving (C/tau) plus work lost to
     interruptions (tau/2M), with Young's and Daly's optimum and the plan's interval marked."""
@@ -119,8 +125,7 @@ def interval_chart(interval: dict) -> dict | None:
         marks.append((interval["planned_minutes"] * 60.0, "plan"))
     top = max(v for v, _ in marks) * 3.0
     xs = [top * (i + 1) / 200.0 for i in range(200)]
-    saving = [100.0 * cost / x for x in xs]
-    lost = [100.0 * x / (2.0 * mtbi) for x in xs]
+    saving, lost = (list(part) for part in zip(*(percent(overhead(x, cost, mtbi)) for x in xs)))
     minutes = [round(x / 60.0, 3) for x in xs]
     traces = [
         go.Scatter(x=minutes, y=[round(v, 4) for v in saving], name="saving (C / interval)", mode="lines",
@@ -133,7 +138,7 @@ def interval_chart(interval: dict) -> dict | None:
     fig = go.Figure(traces)
     shapes, notes = [], []
     for index, (value, label) in enumerate(marks):
-        total = 100.0 * (cost / value + value / (2.0 * mtbi))
+        total = sum(percent(overhead(value, cost, mtbi)))
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value / 60.0, "x1": value / 60.0, "y0": 0, "y1": 1,
                        "line": {"color": "#5f6b7a", "width": 1, "dash": "dash" if label == "plan" else "solid"}})
         notes.append({"x": value / 60.0, "y": 1 - 0.1 * index, "xref": "x", "yref": "paper", "showarrow": False,
