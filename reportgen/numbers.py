@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+# Hours are reported to 4 decimals (0.36 s): what report.json and the pages show.
+HOURS_DECIMALS = 4
+
 
 def figure(value: float) -> str:
     """12.3, 0.0648, 540, 1,138: enough digits to tell small measurements apart, no false precision."""

@@ -96,8 +96,8 @@ def test_sample_calendar_adds_up_per_run_and_in_total(sample):
     calendar = sample["checkpoints"]["calendar"]
     for row in calendar["runs"]:
         parts = [row[k] for k in ("save_hours", "transfer_hours", "restore_hours", "reload_test_hours") if row[k] is not None]
-        assert row["total_hours"] == pytest.approx(sum(parts), abs=1e-3)
-    assert calendar["total_hours"] == pytest.approx(sum(r["total_hours"] for r in calendar["runs"]), abs=1e-3)
+        assert row["total_hours"] == pytest.approx(sum(parts), abs=1e-9)  # as shown, to the last digit
+    assert calendar["total_hours"] == pytest.approx(sum(r["total_hours"] for r in calendar["runs"]), abs=1e-9)
     by_run = {r["run"]: r for r in calendar["runs"]}
     assert by_run["lora-r16-2"]["restore_hours"] == pytest.approx(45.2 / 3600, abs=1e-4)  # the resuming run spent it
 

@@ -22,6 +22,7 @@ from reportgen.analysis import (
     nonfinite,
     options,
     plan_checks,
+    runs,
     schedule,
     status,
     stops,
@@ -290,6 +291,25 @@ def test_r5_two_steps_on_one_gpu_are_serial_even_as_two_rows():
     # human: prep 3 + analysis 2 + notes 5 = 10 h; machine: 2 + 1 + 3 + 10 + 12 + 9 + 4 + 2 = 43 h.
     assert kinds["human"]["planned_hours"] == pytest.approx(10.0)
     assert kinds["machine"]["planned_hours"] == pytest.approx(43.0)
+
+
+def test_r5_gpu_time_by_status_adds_the_runs_gpu_hours_as_shown_against_the_rented_hours():
+    """R5: how busy the rented GPU was: the runs' GPU hours over the lot's 72 GPU hours. Each run counts
+    with its hours as reported (4 decimals), so the rows add up to the totals shown."""
+    logged = campaign(runs={r: Run(r) for r in ("a-1", "a-2", "b-1", "e-1")})
+    logged.runs["e-1"].kind = "evaluation"
+    ended = {"a-1": status.RunStatus("interrupted", "killed"), "a-2": status.RunStatus("completed", "ended"),
+             "b-1": status.RunStatus("completed", "ended"), "e-1": status.RunStatus("completed", "ended")}
+    times = {"a-1": runs.RunTime(6.00004, 1, 6.00004, "span"), "a-2": runs.RunTime(12.00004, 1, 12.00004, "span"),
+             "b-1": runs.RunTime(None, None, None, "unknown: no time"), "e-1": runs.RunTime(1.5, 1, 1.5, "span")}
+    found = runs.gpu_time(make_plan(), logged, ["a-1", "a-2", "b-1", "e-1"], ended, times)
+    assert found.rented_gpu_hours == 72.0
+    assert found.by_status == {"completed": 12.0, "evaluation": 1.5, "interrupted": 6.0}  # 6.00004 shows as 6.0
+    assert found.gpu_hours == pytest.approx(19.5, abs=1e-12)  # not 19.50008, which would show as 19.5001
+    assert found.busy_fraction == pytest.approx(19.5 / 72.0)
+    assert found.training_runs_by_status == {"completed": 2, "interrupted": 1} and found.evaluation_runs == 1
+    # Counter-example: a run with no measured time is named, never counted as 0 h.
+    assert found.without_gpu_time == ["b-1"]
 
 
 # -- R6 Window arithmetic -------------------------------------------------------------------------
@@ -644,6 +664,18 @@ def test_r12_write_transfer_restore_and_reload_time_go_in_the_calendar():
     assert rows["b-1"] == {"save": pytest.approx(0.005), "transfer": None, "restore": None, "reload_test": None}
     # The campaign's checkpoint time: 36 + 54 + 45 + 90 + 18 = 243 s = 0.0675 h.
     assert table.total_hours == pytest.approx(0.0675)
+
+
+def test_r12_the_calendar_adds_up_as_shown():
+    """Each figure is the operation's time to the reported 4 decimals, and totals add the shown figures:
+    61.1 s = 0.016972 -> 0.0170 h and 85.2 s = 0.023667 -> 0.0237 h make 0.0407 h, where the unrounded
+    146.3 s would show 0.0406 h beside parts that add to 0.0407."""
+    logged = campaign(checkpoint_ops=[CheckpointOp("a-1", "save", at(3, 1), ev(40), path="c", step=400, seconds=61.1),
+                                      CheckpointOp("a-1", "transfer", at(3, 1), ev(41), path="c", seconds=85.2)])
+    table = checkpoints.calendar(logged, ["a-1"])
+    assert table.rows[0].hours["save"] == 0.017 and table.rows[0].hours["transfer"] == 0.0237
+    assert table.rows[0].total_hours == pytest.approx(0.0407, abs=1e-12)
+    assert table.total_hours == pytest.approx(0.0407, abs=1e-12)
 
 
 def test_r12_files_must_be_copied_off_before_the_lot_ends():

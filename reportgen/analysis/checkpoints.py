@@ -25,6 +25,7 @@ from reportgen.model import (
     by_run,
     same_path,
 )
+from reportgen.numbers import HOURS_DECIMALS
 
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
 
@@ -210,7 +211,8 @@ LEFT_ON_MACHINE = (Place.NOT_TRANSFERRED, Place.AFTER_LOT_END)
 @dataclass(frozen=True)
 class CalendarRow:
     """The hours checkpoints took for one run (None: records no run could be found for), by operation;
-    an operation never timed for the run is None, not zero (R12: they belong in the calendar)."""
+    an operation never timed for the run is None, not zero (R12: they belong in the calendar).
+    Each figure is rounded as reported, so a row's total and the campaign's totals add up as shown."""
 
     run: str | None
     hours: dict[str, float | None]
@@ -248,7 +250,8 @@ def calendar(campaign: Campaign, run_order: Sequence[str]) -> Calendar:
                 timed[op.op].append(op.seconds)
         timed["reload_test"] = [t.seconds for t in tests.get(run_id, []) if t.seconds is not None]
         if any(timed.values()):
-            rows.append(CalendarRow(run_id, {name: sum(s) / 3600.0 if s else None for name, s in timed.items()}))
+            rows.append(CalendarRow(run_id, {name: round(sum(s) / 3600.0, HOURS_DECIMALS) if s else None
+                                             for name, s in timed.items()}))
     return Calendar(rows)
 
 

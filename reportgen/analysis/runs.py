@@ -19,6 +19,7 @@ from reportgen.model import (
     UnlinkedSource,
     WarningCode,
 )
+from reportgen.numbers import HOURS_DECIMALS
 from reportgen.plan.schema import Plan
 
 # Config keys naming how many optimizer steps a full run takes.
@@ -132,7 +133,8 @@ class GpuTime:
     """GPU time per run status against the GPU time rented (R5, R10): interrupted runs cost too.
 
     Training runs are counted under their status; an evaluation run trained nothing, so its time
-    is a line of its own ("evaluation"). Runs with no measured time are named, not counted as zero."""
+    is a line of its own ("evaluation"). Runs with no measured time are named, not counted as zero.
+    Each run counts with its GPU hours as reported, so the runs' figures add up to the totals shown."""
 
     rented_gpu_hours: float
     by_status: dict[str, float]
@@ -158,7 +160,7 @@ def gpu_time(plan: Plan, campaign: Campaign, order: list[str], statuses: dict[st
             unmeasured.append(run_id)
             continue
         bucket = statuses[run_id].status if training else "evaluation"
-        by_status[bucket] = by_status.get(bucket, 0.0) + held
+        by_status[bucket] = by_status.get(bucket, 0.0) + round(held, HOURS_DECIMALS)
     total = sum(by_status.values()) if by_status else None
     return GpuTime(
         rented_gpu_hours=rented,

@@ -31,6 +31,7 @@ from reportgen.analysis.schedule import ScheduleReport, StepReport
 from reportgen.analysis.stops import Stop
 from reportgen.analysis.variance import Cause, VarianceReport
 from reportgen.model import Campaign, Evidence
+from reportgen.numbers import HOURS_DECIMALS
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
 from reportgen.plan.schema import Plan
@@ -45,7 +46,7 @@ def iso(at: datetime | None, tz: tzinfo) -> str | None:
 
 
 def hours(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+    return None if value is None else round(value, HOURS_DECIMALS)
 
 
 def number(value: float | None) -> float | str | None:
