@@ -65,6 +65,16 @@ def test_row1_a_script_stop_comes_before_the_training_loop_s_own_even_when_later
     assert evidence == [ev("e.jsonl", 7), ev("e.jsonl", 4)]
 
 
+def test_row1_stops_are_taken_in_time_order_and_a_stop_with_no_time_comes_last():
+    # The later stop is written higher in the file: time decides, not the line.
+    timed = [LoggedStop("a-1", "S2", "later", at(12), ev("e.jsonl", 2)),
+             LoggedStop("a-1", "S1", "earlier", at(11), ev("e.jsonl", 8))]
+    assert decide(Run("a-1"), stops=timed)[1] == "earlier"
+    untimed = [LoggedStop("a-1", "S3", "from trainer_state.json, no time", None, ev("a.json")),
+               LoggedStop("a-1", "S1", "timed", at(11), ev("e.jsonl", 8))]
+    assert decide(Run("a-1"), stops=untimed)[:3] == (Status.STOPPED, "timed", [ev("e.jsonl", 8), ev("a.json")])
+
+
 # -- row 2: the training loop's own stop ----------------------------------------------------------
 
 def test_row2_early_stopping_messages_name_the_last_and_cite_all():
@@ -96,6 +106,10 @@ def test_row2_a_source_that_says_the_loop_stopped_short_names_its_reason_or_says
 def test_row3_a_logged_end_decides_with_its_own_line(logged, status, reason, by):
     run = Run("a-1", end_status=logged, end_evidence=ev("runs/a-1/events.jsonl", 40))
     assert decide(run) == (status, reason, [ev("runs/a-1/events.jsonl", 40)], by)
+
+
+def test_row3_a_logged_end_without_a_line_cites_nothing_rather_than_an_empty_place():
+    assert decide(Run("a-1", end_status="completed")) == (Status.COMPLETED, "the run logged its end", [], None)
 
 
 def test_row3_a_logged_end_beats_a_crash_message_of_the_same_run():
@@ -209,6 +223,17 @@ def test_row6_an_unknown_end_lists_what_each_source_shows_with_the_start_first()
     assert evidence == [ev("runs/a-1/events.jsonl", 1), ev("tb/a-1/events.out.tfevents.1.h.1.0")]
     # Counter-example: a fact that decides (completed) is not listed among what leaves the end unknown.
     assert decide(Run("a-1", facts=[told]))[0] == Status.COMPLETED
+
+
+def test_row6_a_run_known_only_from_its_messages_is_not_one_with_no_record():
+    warned = [message(MessageKind.TOO_LONG, "Token indices sequence length is longer than the maximum", 5)]
+    assert decide(Run("a-1"), messages=warned)[1].startswith("no source records how it ended: its sources (none)")
+
+
+def test_row6_a_start_with_no_line_is_said_but_not_cited():
+    start = RunEvent("a-1", EventKind.START, at(10), ev("runs/a-1/events.jsonl", 1))
+    status, reason, evidence, _ = decide(Run("a-1"), run_events=[start])
+    assert status == Status.UNKNOWN and "it logged its start but no end" in reason and evidence == []
 
 
 def test_row6_sources_that_record_no_end_are_named_by_format():
