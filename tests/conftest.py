@@ -72,6 +72,18 @@ class FakeClock:
         self.at += timedelta(hours=h)
 
 
+def ticking(start: datetime, minutes: float = 10.0):
+    """A clock for EventLog that moves on by `minutes` each time it is read: every record is later."""
+    at = start
+
+    def clock() -> datetime:
+        nonlocal at
+        at += timedelta(minutes=minutes)
+        return at
+
+    return clock
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

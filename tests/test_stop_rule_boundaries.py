@@ -5,11 +5,11 @@ run of variant lora-r64, its events 10 minutes apart."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import JST, SAMPLE_PLAN
+from conftest import JST, SAMPLE_PLAN, ticking
 
 from reportgen.build import prepare
 from reportgen.events import EventLog
@@ -18,13 +18,7 @@ REQUIRED_STATE = ["model", "optimizer", "scheduler", "rng", "progress"]  # the s
 
 
 def run_log(logs: Path) -> EventLog:
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     log = EventLog(logs / "runs" / "lora-r64-1" / "events.jsonl", run="lora-r64-1", clock=clock)
     log.run_start(config={"rank": 64}, variant="lora-r64")
     return log

@@ -4,11 +4,11 @@ shown or counted as stopped, and its variant is `not_evaluated` — not passed o
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import JST, SAMPLE_PLAN
+from conftest import JST, SAMPLE_PLAN, ticking
 
 from reportgen.build import prepare
 from reportgen.events import EventLog
@@ -17,13 +17,7 @@ from reportgen.events import EventLog
 def one_run(logs: Path, end: str | None) -> dict:
     """lora-r64-1 (variant lora-r64): started 10:10, metrics at 10:20, 10:30, 10:40, eval_rougeL 0.35
     (over the 0.32 threshold) at 10:50, then the given run_end (or none) at 11:00."""
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     log = EventLog(logs / "runs" / "lora-r64-1" / "events.jsonl", run="lora-r64-1", clock=clock)
     log.run_start(config={"rank": 64}, variant="lora-r64")
     for step in (10, 20, 30):
@@ -69,13 +63,7 @@ CUT_LINE = '{"ts":"2026-11-02T11:00:00+09:00","type":"metric","run":"lora-r16-1"
 
 def started(path: Path, runs: list[str]) -> None:
     """Each run logs its start and one metric row in `path`; then the file is cut off mid-line."""
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     for run in runs:
         log = EventLog(path, run=run, clock=clock)
         log.run_start(config={"run": run}, variant="lora-r16")

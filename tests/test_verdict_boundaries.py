@@ -5,25 +5,19 @@ stopping) ended as configured, so its values and outputs count, unlike a run sto
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import JST, SAMPLE_PLAN
+from conftest import JST, SAMPLE_PLAN, ticking
 
 from reportgen.build import prepare
 from reportgen.events import EventLog
 
 
 def completed_run(logs: Path, run: str, variant: str, metrics: dict[str, float]) -> EventLog:
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     log = EventLog(logs / "runs" / run / "events.jsonl", run=run, clock=clock)
     log.run_start(config={"run": run}, variant=variant)
     log.metric(step=10, loss=1.0)
@@ -79,13 +73,7 @@ EARLY_STOP = ("Metric val_loss did not improve in the last 3 records. Best score
 def early_stopped(logs: Path, message: str) -> dict:
     """lora-r16-2 evaluates 0.33 and logs no end; its console says the training loop stopped it
     (or, as a counter-example, says something else). A manifest lists its predictions."""
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     events = EventLog(logs / "runs" / "lora-r16-2" / "events.jsonl", run="lora-r16-2", clock=clock)
     events.run_start(config={"rank": 16}, variant="lora-r16")
     events.metric(step=10, loss=1.0)
@@ -125,13 +113,7 @@ def test_counter_example_without_the_loops_stop_the_same_run_is_unknown_and_not_
 
 def test_a_required_variant_stopped_by_a_rule_leaves_the_campaign_inconclusive(tmp_path):
     """A stopped variant was not evaluated: it has not fallen short, so the result is not negative."""
-    at = datetime(2026, 11, 2, 10, 0, tzinfo=JST)
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=10)
-        return at
-
+    clock = ticking(datetime(2026, 11, 2, 10, 0, tzinfo=JST))
     logs = tmp_path / "logs"
     log = EventLog(logs / "runs" / "lora-r16-1" / "events.jsonl", run="lora-r16-1", clock=clock)
     log.run_start(config={"rank": 16}, variant="lora-r16")
