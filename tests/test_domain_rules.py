@@ -595,6 +595,23 @@ def test_r11_the_logged_save_state_decides_what_a_checkpoint_holds():
     assert only.resumable(REQUIRED) is False
 
 
+def test_r11_runs_with_no_resumable_checkpoint_are_named_in_run_order():
+    """R11: a run every checkpoint of which cannot resume is named, in the report's run order (time),
+    not in the order its files were found; a run with one resumable checkpoint is not named."""
+    def saved(run: str, step: int, state: dict) -> checkpoints.RunCheckpoint:
+        return checkpoints.RunCheckpoint(run, step, f"ckpt/{run}/checkpoint-{step}", at(3, 8), dict(state))
+
+    by_run = {"z-late": [saved("z-late", 100, WEIGHTS_ONLY)], "b-mixed": [saved("b-mixed", 100, WEIGHTS_ONLY),
+                                                                       saved("b-mixed", 200, FULL_STATE)],
+              "a-early": [saved("a-early", 100, WEIGHTS_ONLY), saved("a-early", 200, WEIGHTS_ONLY)]}
+    found = checkpoints.checkpoints_report(campaign(), by_run, ["a-early", "b-mixed", "z-late"], REQUIRED, LOT_END,
+                                           interval.save_interval([], [], 0, None, None, None))
+    assert found.runs_without_resumable == ["a-early", "z-late"]
+    reordered = checkpoints.checkpoints_report(campaign(), by_run, ["z-late", "b-mixed", "a-early"], REQUIRED, LOT_END,
+                                               interval.save_interval([], [], 0, None, None, None))
+    assert reordered.runs_without_resumable == ["z-late", "a-early"]
+
+
 def test_r11_r10_an_interrupted_run_whose_last_checkpoint_lacks_optimizer_state_fires_no_resume():
     """R10 "no usable way to resume" with R11: the last checkpoint must hold the required state."""
     plan = make_plan()
