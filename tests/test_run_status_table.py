@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from reportgen.analysis.status import run_status
+from reportgen.analysis.status import RunStatus, run_status
+from reportgen.analysis.stops import Firing, Stop
+from reportgen.analysis.verdicts import after_stops, assign_variants
 from reportgen.model import (
     STOPPED_BY_LOOP,
     Campaign,
@@ -24,7 +26,9 @@ from reportgen.model import (
     RunFacts,
     Status,
     StoppedBy,
+    WarningCode,
 )
+from reportgen.plan.schema import Plan
 
 JST = timezone(timedelta(hours=9))
 
@@ -243,3 +247,75 @@ def test_row6_sources_that_record_no_end_are_named_by_format():
                          "no crash message, cut-off file or later continuation says it was cut"), [], None)
     assert decide(Run("a-1", sources=["a-1/metrics.csv"]))[1].startswith(
         "no source records how it ended: its sources (none) record no end;")
+
+
+# -- after the plan's stop rules (R10): what reportgen's own evaluation changes ------------------
+
+def fired(rule: str, step: int, line: int, logged: LoggedStop | None = None) -> Stop:
+    evaluated = Firing(step, at(11), f"eval_rougeL under 0.20 at step {step}", [ev("runs/a-1/events.jsonl", line)])
+    return Stop(f"a-1:{rule}", "a-1", rule, "below_threshold", logged, evaluated)
+
+
+def test_after_stops_a_completed_run_whose_logs_meet_a_rule_is_stopped_by_the_rule():
+    done = RunStatus(Status.COMPLETED, "the run logged its end", [ev("runs/a-1/events.jsonl", 90)])
+    found = after_stops(done, [fired("S2", 2000, 40), fired("S1", 2140, 50)])
+    assert (found.status, found.stopped_by, found.stopped_by_rule) == (Status.STOPPED, StoppedBy.STOP_RULE, True)
+    assert found.reason == "stop rule S2 fired: eval_rougeL under 0.20 at step 2000; the run itself went on to its end"
+    assert found.evidence == [ev("runs/a-1/events.jsonl", 40), ev("runs/a-1/events.jsonl", 90)]
+
+
+@pytest.mark.parametrize("before", [
+    RunStatus(Status.UNKNOWN, "no source records how it ended", []),
+    RunStatus(Status.STOPPED, "early stopping: patience 3", [ev("a-1.log", 7)], by=STOPPED_BY_LOOP),
+])
+def test_after_stops_an_unknown_or_loop_stopped_run_meeting_a_rule_is_stopped_by_the_rule(before):
+    found = after_stops(before, [fired("S2", 2000, 40)])
+    assert (found.status, found.stopped_by) == (Status.STOPPED, StoppedBy.STOP_RULE)
+    assert found.reason == "stop rule S2 fired: eval_rougeL under 0.20 at step 2000"  # it did not go on to its end
+    assert found.evidence == [ev("runs/a-1/events.jsonl", 40), *before.evidence]
+
+
+def test_after_stops_counter_examples_an_interrupted_run_stays_interrupted_and_no_firing_changes_nothing():
+    crashed = RunStatus(Status.INTERRUPTED, "CUDA out of memory", [ev("a-1.log", 9)])
+    assert after_stops(crashed, [fired("S2", 2000, 40)]) is crashed
+    done = RunStatus(Status.COMPLETED, "the run logged its end", [])
+    assert after_stops(done, []) is done
+    logged_only = Stop("a-1:S1", "a-1", "S1", "non_finite", LoggedStop("a-1", "S1", "NaN", at(11), ev("e.jsonl", 3)), None)
+    assert after_stops(done, [logged_only]) is done
+
+
+def test_after_stops_a_script_stop_later_than_the_logs_meet_the_rule_says_so_and_keeps_who_stopped_it():
+    script = LoggedStop("a-1", "S1", "loss is NaN", at(12), ev("runs/a-1/events.jsonl", 60), step=2140)
+    stopped = RunStatus(Status.STOPPED, "loss is NaN", [ev("runs/a-1/events.jsonl", 60)], by=StoppedBy.SCRIPT)
+    found = after_stops(stopped, [fired("S2", 2000, 40), Stop("a-1:S1", "a-1", "S1", "non_finite", script, None)])
+    assert (found.status, found.stopped_by) == (Status.STOPPED, StoppedBy.SCRIPT)
+    assert found.reason == "loss is NaN; the logs meet S2 earlier, at step 2000"
+    assert found.evidence == [ev("runs/a-1/events.jsonl", 60), ev("runs/a-1/events.jsonl", 40)]
+    # Counter-example: the logs meet the rule only after the script's stop: the script's word stands.
+    assert after_stops(stopped, [fired("S2", 2200, 70), Stop("a-1:S1", "a-1", "S1", "non_finite", script, None)]) is stopped
+
+
+# -- which variant a run belongs to ---------------------------------------------------------------
+
+def test_variants_come_from_the_run_s_own_word_then_the_patterns_and_an_evaluation_takes_its_run_s(sample_plan_data):
+    plan = Plan.model_validate(sample_plan_data)
+    runs = [Run("eval-1", evaluates="lora-r16-2"), Run("lora-r16-2"), Run("mine", variant="lora-r64"),
+            Run("typo", variant="lora-r61", start_evidence=ev("runs/typo/events.jsonl", 1)),
+            Run("stray", sources=["stray/stdout.log"])]
+    mapping, problems = assign_variants(plan, Campaign(root="logs", runs={r.id: r for r in runs}))
+    assert mapping == {"eval-1": "lora-r16", "lora-r16-2": "lora-r16", "mine": "lora-r64", "stray": None, "typo": None}
+    assert [(p.code, p.path, p.line, p.message) for p in problems] == [
+        (WarningCode.NOT_IN_PLAN, "runs/typo/events.jsonl", 1,
+         "run 'typo' names variant 'lora-r61', which the plan does not have")]
+
+
+def test_a_run_matching_several_variants_takes_the_first_and_is_warned_citing_its_first_source(sample_plan_data):
+    data = sample_plan_data
+    data["variants"][1]["runs"] = [*data["variants"][1]["runs"], "lora-*"]  # now lora-r64-1 matches two variants
+    plan = Plan.model_validate(data)
+    runs = {"lora-r64-1": Run("lora-r64-1", sources=["runs/lora-r64-1/events.jsonl", "runs/lora-r64-1/stdout.log"])}
+    mapping, problems = assign_variants(plan, Campaign(root="logs", runs=runs))
+    (problem,) = problems
+    assert (problem.code, problem.path, problem.line) == (WarningCode.AMBIGUOUS_VARIANT, "runs/lora-r64-1/events.jsonl", None)
+    assert mapping["lora-r64-1"] == "lora-r16"  # the plan's order decides, and the warning says so
+    assert problem.message == "run 'lora-r64-1' matches the run patterns of several variants: lora-r16, lora-r64"

@@ -98,8 +98,8 @@ def after_stops(logged: RunStatus, stops: list[Stop]) -> RunStatus:
             return RunStatus(Status.STOPPED, f"{logged.reason}; the logs meet {first.rule} earlier, at step "
                              f"{first.evaluated.step}", logged.evidence + first.evaluated.evidence, by=logged.by)
         return logged
-    if logged.status not in (Status.COMPLETED, Status.UNKNOWN) and not (logged.status == Status.STOPPED and not logged.stopped_by_rule):
-        return logged
+    if logged.status == Status.INTERRUPTED:
+        return logged  # completed, unknown, or stopped by the training loop: the rule is what stopped it
     went_on = "; the run itself went on to its end" if logged.status == Status.COMPLETED else ""
     return RunStatus(Status.STOPPED, f"stop rule {first.rule} fired: {first.evaluated.reason}{went_on}",
                      first.evaluated.evidence + logged.evidence, by=STOPPED_BY_RULE)
