@@ -54,6 +54,8 @@ def test_a_deliverable_copied_off_exactly_at_the_lot_end_was_copied_in_time(tmp_
     (None, None, []),  # the save lists no state: whether it resumes cannot be told
     (REQUIRED_STATE, True, []),
     (["model"], False, ["optimizer", "scheduler", "rng", "progress"]),
+    # Each required part missing alone is named: the first of the list as much as the last.
+    *((["scaler", *(p for p in REQUIRED_STATE if p != missing)], False, [missing]) for missing in REQUIRED_STATE),
 ])
 def test_a_checkpoint_is_resumable_only_when_every_required_part_is_known_to_be_held(tmp_path, state, resumable, lacking):
     logs = tmp_path / "logs"

@@ -70,3 +70,38 @@ def test_an_oom_in_a_runs_log_makes_the_run_interrupted_and_a_memory_report_does
     oom = run_status(campaign.runs["oom-1"], campaign)
     assert (oom.status, oom.reason) == ("interrupted", "RuntimeError: CUDA error: out of memory")
     assert run_status(campaign.runs["fine-1"], campaign).status == "unknown"
+
+
+# Each line matches one alternative of the kill pattern (Killed | SIGKILL | killed by signal 9 | exit code 137).
+KILLED_LINES = {
+    "shell": "Killed",
+    "sigkill": "torch.distributed.elastic.multiprocessing.api: failed (exitcode: -9) local_rank: 0 (pid: 4411) of binary: SIGKILL",
+    "signal-9": "Process 4411 was killed by signal 9",
+    "exit-137": "Command 'python train.py' returned non-zero exit code 137",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLED_LINES))
+def test_each_kill_spelling_is_a_kill(tmp_path, name):
+    line = KILLED_LINES[name]
+    assert messages_of(tmp_path, f"step 10/3000\n{line}\n") == [("killed", 2, line)]
+
+
+def test_counter_example_a_line_that_mentions_a_kill_switch_or_another_exit_code_is_no_kill(tmp_path):
+    assert messages_of(tmp_path, "step 10/3000\nkill_switch=False\nexit code 0\n") == []
+
+
+@pytest.mark.parametrize(("line", "metric"), [
+    ("step 1320: loss nan", "loss"),
+    ("step 1318: grad_norm inf, skipping the update", "grad_norm"),
+    ("step 1318: grad norm is not finite", "grad_norm"),
+])
+def test_a_non_finite_loss_or_gradient_norm_is_said_with_its_metric(tmp_path, line, metric):
+    path = tmp_path / "train.log"
+    path.write_text(f"step 10/3000\n{line}\n", encoding="utf-8")
+    _info, messages, _sessions = textlog.read(path, "train.log")
+    assert [(m.kind, m.evidence.line, m.target) for m in messages] == [("non_finite", 2, metric)]
+
+
+def test_counter_example_a_finite_loss_or_a_word_containing_nan_is_not_non_finite(tmp_path):
+    assert messages_of(tmp_path, "step 10/3000\nloss 0.4312 on the nanotech split\nloss 1.02 grad_norm 0.9\n") == []
