@@ -105,3 +105,10 @@ def test_a_non_finite_loss_or_gradient_norm_is_said_with_its_metric(tmp_path, li
 
 def test_counter_example_a_finite_loss_or_a_word_containing_nan_is_not_non_finite(tmp_path):
     assert messages_of(tmp_path, "step 10/3000\nloss 0.4312 on the nanotech split\nloss 1.02 grad_norm 0.9\n") == []
+
+
+def test_a_printed_dict_with_a_backslash_the_parser_frowns_on_reads_without_a_warning(tmp_path, recwarn):
+    """Python 3.11 warns of an "invalid escape sequence" in a literal; a log that prints one is not the
+    user's code, and the warning stays off their terminal."""
+    messages_of(tmp_path, "{'loss': 0.5, 'note': 'C:\\jobs\\run-1', 'epoch': 1.0}\n")
+    assert [str(w.message) for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))] == []

@@ -426,9 +426,11 @@ def _clock_time(line: str) -> tuple[datetime, float] | None:
 
 def _literal(text: str) -> object:
     """A Python literal a log printed; the parser's warnings on text that only looks like one ("invalid
-    decimal literal") stay off the user's terminal."""
+    decimal literal", and on Python 3.11 "invalid escape sequence" as a DeprecationWarning) stay off
+    the user's terminal."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.literal_eval(text)
 
 
