@@ -32,6 +32,7 @@ from reportgen.ingest import hf
 from reportgen.ingest.common import (
     EPOCH_END,
     LOG_BUDGET,
+    MAX_COUNT,
     Reading,
     is_eval,
     metric_frame,
@@ -289,6 +290,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             continue
     if texts is not None:
         texts.update(out.texts)
+    _skip_huge_steps(out, info)
     walls = np.asarray(out.wall, dtype=np.float64)
     absurd = ~((walls == 0) | ((walls > 0) & (walls < EPOCH_END)))  # 0: the record has no wall time
     if absurd.any():
@@ -296,6 +298,24 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
         info.problem(out.record[at], f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
                      f"(first: {out.wall[at]!r} at record {out.record[at]}); their values are read, their times are not")
     return info, _frame(out, rel, run, np.where(absurd, np.nan, walls))
+
+
+def _skip_huge_steps(out: _Scalars, info: InputFile) -> None:
+    """Records at a step past any campaign's (and, past 2^63, past the frame's 64 bits) are damaged:
+    reported at the first, counted as skipped, and left out, as the native reader does."""
+    huge = np.abs(np.asarray(out.step, dtype=np.float64)) > MAX_COUNT
+    if not huge.any():
+        return
+    first = int(np.argmax(huge))
+    bad = sorted({out.record[i] for i in np.flatnonzero(huge)})
+    info.problem(out.record[first], f"{len(bad):,} record(s) at a step past any step a campaign logged ({MAX_COUNT:.0e}; "
+                 f"first: step {out.step[first]} at record {out.record[first]}); skipped")
+    info.records -= len(bad)
+    info.skipped += len(bad)
+    keep = np.flatnonzero(~huge)
+    for name in ("record", "wall", "step", "tag", "value"):
+        column = getattr(out, name)
+        setattr(out, name, [column[i] for i in keep])
 
 
 # Lightning's TensorBoardLogger writes hp_metric = -1 at step 0 beside the hyperparameters (default_hp_metric):

@@ -1175,7 +1175,7 @@ def _tensorboard(ctx: Ctx, **first) -> None:
 
 variants("numbers", [
     ("tb-wall-time-inf", "a TensorBoard event whose wall_time is inf", {"problem": [f"{TB}: "]}, {"wall_time": float("inf")}),
-    ("tb-step-int64-max", "a TensorBoard event at step 2**63 - 1", {}, {"step": 2 ** 63 - 1}),
+    ("tb-step-int64-max", "a TensorBoard event at step 2**63 - 1", {"problem": [f"{TB}: "]}, {"step": 2 ** 63 - 1}),
 ], lambda c, first: _tensorboard(c, **first))
 
 
