@@ -14,7 +14,7 @@ from datetime import datetime
 
 from reportgen.analysis.checkpoints import Location, Place, locate
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.verdicts import VariantResult, VariantVerdict
+from reportgen.analysis.verdicts import VariantResult, VariantVerdict, comparison
 from reportgen.model import Campaign, DeliverableCheck, Status, same_path
 from reportgen.plan.schema import OtherCost, Plan
 
@@ -70,7 +70,7 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
     """Each deliverable's verdict; `deadline` is the end of the last lot, for where its files are."""
     by_variant = {v.variant.id: v for v in variants}
     planned = {d.id for d in plan.deliverables}
-    op = ">=" if plan.quality.direction == "higher" else "<="
+    op = comparison(plan.quality.direction)
     results = []
     for check in checks:
         entry = check.entry

@@ -109,6 +109,11 @@ def meets(value: float, threshold: float, direction: str) -> bool:
     return value >= threshold if direction == "higher" else value <= threshold
 
 
+def comparison(direction: str) -> str:
+    """How `meets` compares, as the verdicts say it."""
+    return ">=" if direction == "higher" else "<="
+
+
 def _final_evaluation(evaluations: list[Evaluation], metric: str) -> Evaluation | None:
     with_metric = [e for e in evaluations if metric in e.metrics]
     # Formats without times (trainer_state.json) are ordered by step alone.
@@ -140,7 +145,7 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
         shown = final or _final_evaluation(evaluations, quality.metric)
         value = shown.metrics[quality.metric] if shown else None
         evidence = [shown.evidence] if shown else []
-        op = ">=" if quality.direction == "higher" else "<="
+        op = comparison(quality.direction)
         stops = [s for r in run_ids for s in ledger.for_run(r)]
         if final is None and drop:  # R3: dropped at a decision point, not failed
             verdict, reason = VariantVerdict.DROPPED, f"dropped at {drop.point}: {drop.reason or drop.decision}"
@@ -170,7 +175,7 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
 def campaign_verdict(plan: Plan, results: list[VariantResult]) -> Verdict:
     """R1: a negative result (no variant meets the threshold) is a complete, valid conclusion."""
     metric, threshold = plan.quality.metric, plan.quality.threshold
-    op = ">=" if plan.quality.direction == "higher" else "<="
+    op = comparison(plan.quality.direction)
     variants = [r for r in results if r.variant.role == "variant"]
     passed = [r for r in variants if r.verdict == VariantVerdict.PASSED]
     if passed:

@@ -1,0 +1,99 @@
+"""The campaign's verdict (R1) and the choices behind each variant's (R3, R10) as pure functions:
+the sentence each verdict reads as, which evaluation is final, and which drop decision counts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reportgen.analysis.verdicts import (
+    CampaignVerdict,
+    VariantResult,
+    VariantVerdict,
+    _drop_decision,
+    _final_evaluation,
+    campaign_verdict,
+)
+from reportgen.model import Evaluation, Evidence, LoggedDecision
+from reportgen.plan.schema import Plan
+
+JST = timezone(timedelta(hours=9))
+
+
+def at(hour: int) -> datetime:
+    return datetime(2026, 11, 2, hour, tzinfo=JST)
+
+
+@pytest.fixture
+def plan(sample_plan_data) -> Plan:
+    return Plan.model_validate(sample_plan_data)
+
+
+def results(plan: Plan, verdicts: dict[str, tuple[VariantVerdict, float | None]]) -> list[VariantResult]:
+    by_id = {v.id: v for v in plan.variants}
+    return [VariantResult(by_id[v], verdict, "", [], value) for v, (verdict, value) in verdicts.items()]
+
+
+def test_a_positive_verdict_names_every_passed_variant_with_its_value(plan):
+    found = campaign_verdict(plan, results(plan, {"control": (VariantVerdict.PASSED, 0.33),
+                                                  "lora-r16": (VariantVerdict.PASSED, 0.334),
+                                                  "lora-r64": (VariantVerdict.PASSED, 0.3412345)}))
+    # The control is the baseline, never one of the variants that answer the question.
+    assert (found.verdict, found.conclusion) == (
+        CampaignVerdict.POSITIVE, "lora-r16 (0.334), lora-r64 (0.3412) met eval_rougeL >= 0.32.")
+
+
+def test_a_negative_verdict_is_a_complete_answer_when_every_required_variant_fell_short(plan):
+    found = campaign_verdict(plan, results(plan, {"lora-r16": (VariantVerdict.FAILED, 0.30),
+                                                  "lora-r64": (VariantVerdict.FAILED, 0.31),
+                                                  "lora-r16-len2048": (VariantVerdict.DROPPED, None)}))
+    assert (found.verdict, found.conclusion) == (
+        CampaignVerdict.NEGATIVE,
+        ("No variant met eval_rougeL >= 0.32: every required variant was evaluated and fell short. "
+        "This answers the question: the variants tried do not reach the threshold."))
+
+
+def test_counter_example_a_required_variant_not_evaluated_leaves_it_inconclusive_and_says_which(plan):
+    # lora-r16 is the sample's one required variant (lora-r64 is useful, and failing it decides nothing).
+    found = campaign_verdict(plan, results(plan, {"lora-r16": (VariantVerdict.NOT_EVALUATED, None),
+                                                  "lora-r64": (VariantVerdict.FAILED, 0.31)}))
+    assert (found.verdict, found.conclusion) == (
+        CampaignVerdict.INCONCLUSIVE,
+        "No variant met eval_rougeL >= 0.32, and not every required variant was evaluated: lora-r16 (not evaluated).")
+    none_required = campaign_verdict(plan, results(plan, {"lora-r64": (VariantVerdict.FAILED, 0.31)}))
+    assert none_required.conclusion.endswith("not every required variant was evaluated: no required variant.")
+
+
+def test_a_lower_is_better_metric_is_said_with_its_own_comparison(sample_plan_data):
+    sample_plan_data["quality"].update(metric="eval_loss", direction="lower", threshold=1.5)
+    plan = Plan.model_validate(sample_plan_data)
+    found = campaign_verdict(plan, results(plan, {"lora-r16": (VariantVerdict.PASSED, 1.42)}))
+    assert found.conclusion == "lora-r16 (1.42) met eval_loss <= 1.5."
+
+
+def evaluation(step: int, when: datetime | None, line: int, value: float = 0.3) -> Evaluation:
+    return Evaluation("a-1", step, when, Evidence("runs/a-1/events.jsonl", line), {"eval_rougeL": value})
+
+
+def test_the_final_evaluation_is_the_latest_in_time_and_one_without_a_time_comes_before_timed_ones():
+    timed_late, timed_early = evaluation(1000, at(12), 30), evaluation(2000, at(11), 20)
+    assert _final_evaluation([timed_late, timed_early], "eval_rougeL") is timed_late  # time, not step
+    untimed = evaluation(3000, None, 90)
+    assert _final_evaluation([untimed, timed_early], "eval_rougeL") is timed_early
+    # Without times (a Trainer's trainer_state.json), the step decides.
+    first, last = evaluation(100, None, 5), evaluation(200, None, 6)
+    assert _final_evaluation([last, first], "eval_rougeL") is last
+    # Counter-example: an evaluation without the quality metric is never the final one.
+    other = Evaluation("a-1", 4000, at(13), Evidence("runs/a-1/events.jsonl", 99), {"eval_loss": 1.0})
+    assert _final_evaluation([timed_early, other], "eval_rougeL") is timed_early
+    assert _final_evaluation([other], "eval_rougeL") is None
+
+
+def test_the_drop_decision_that_counts_is_the_first_in_time_for_that_variant():
+    later = LoggedDecision("pilot", "drop_variant", at(12), Evidence("campaign/events.jsonl", 3), "kept for later", "v")
+    first = LoggedDecision("pilot", "drop", at(10), Evidence("campaign/events.jsonl", 9), "too slow", "v")
+    kept = LoggedDecision("pilot", "continue", at(9), Evidence("campaign/events.jsonl", 1), None, "v")
+    elsewhere = LoggedDecision("pilot", "drop", at(8), Evidence("campaign/events.jsonl", 0), None, "w")
+    assert _drop_decision("v", [later, first, kept, elsewhere]) is first
+    assert _drop_decision("v", [kept]) is None
