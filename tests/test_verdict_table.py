@@ -7,15 +7,28 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from reportgen.analysis.status import RunStatus
+from reportgen.analysis.stops import Ledger, Stop
 from reportgen.analysis.verdicts import (
     CampaignVerdict,
     VariantResult,
     VariantVerdict,
     _drop_decision,
     _final_evaluation,
+    assign_variants,
     campaign_verdict,
+    variant_results,
 )
-from reportgen.model import Evaluation, Evidence, LoggedDecision
+from reportgen.model import (
+    Campaign,
+    Evaluation,
+    Evidence,
+    LoggedDecision,
+    LoggedStop,
+    Run,
+    Status,
+    StoppedBy,
+)
 from reportgen.plan.schema import Plan
 
 JST = timezone(timedelta(hours=9))
@@ -97,3 +110,61 @@ def test_the_drop_decision_that_counts_is_the_first_in_time_for_that_variant():
     elsewhere = LoggedDecision("pilot", "drop", at(8), Evidence("campaign/events.jsonl", 0), None, "w")
     assert _drop_decision("v", [later, first, kept, elsewhere]) is first
     assert _drop_decision("v", [kept]) is None
+
+
+# -- each variant's verdict (R1, R3, R10) ---------------------------------------------------------
+
+def judge(plan: Plan, runs: list[Run], ended: dict[str, RunStatus], evaluations: list[Evaluation],
+          stops: list[Stop] = ()) -> dict[str, tuple[VariantVerdict, str, float | None]]:
+    campaign = Campaign(root="logs", runs={r.id: r for r in runs}, evaluations=evaluations)
+    mapping, _ = assign_variants(plan, campaign)
+    found = variant_results(plan, campaign, mapping, ended, Ledger(list(stops), [], []))
+    return {r.variant.id: (r.verdict, r.reason, r.value) for r in found}
+
+
+def test_an_evaluation_run_s_value_counts_for_the_variant_of_the_run_it_evaluates(plan):
+    runs = [Run("lora-r16-2"), Run("eval-r16", kind="evaluation", evaluates="lora-r16-2")]
+    ended = {"lora-r16-2": RunStatus(Status.COMPLETED, "ended"), "eval-r16": RunStatus(Status.COMPLETED, "ended")}
+    scored = [Evaluation("eval-r16", 0, at(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
+    assert judge(plan, runs, ended, scored)["lora-r16"] == (
+        VariantVerdict.PASSED, "final eval_rougeL 0.334 >= 0.32", 0.334)
+    # Counter-example: the same value on an evaluation run of another variant's run does not count here.
+    elsewhere = [Run("lora-r16-2"), Run("lora-r64-1"), Run("eval-r64", kind="evaluation", evaluates="lora-r64-1")]
+    ended |= {"lora-r64-1": RunStatus(Status.COMPLETED, "ended"), "eval-r64": RunStatus(Status.COMPLETED, "ended")}
+    moved = [Evaluation("eval-r64", 0, at(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
+    assert judge(plan, elsewhere, ended, moved)["lora-r16"][0] == VariantVerdict.NOT_EVALUATED
+
+
+def test_each_variant_verdict_says_why(plan):
+    runs = [Run("control-1"), Run("lora-r16-1"), Run("lora-r16-2")]
+    ended = {"control-1": RunStatus(Status.COMPLETED, "ended"),
+             "lora-r16-1": RunStatus(Status.INTERRUPTED, "killed"), "lora-r16-2": RunStatus(Status.UNKNOWN, "no end")}
+    scores = [Evaluation("control-1", 100, at(11), Evidence("c.jsonl", 4), {"eval_rougeL": float("nan")})]
+    found = judge(plan, runs, ended, scores)
+    assert found["control"] == (VariantVerdict.FAILED, "final eval_rougeL is nan", pytest.approx(float("nan"), nan_ok=True))
+    assert found["lora-r16"] == (VariantVerdict.NOT_EVALUATED, ("no run of it reached its end with a value of eval_rougeL "
+                                                                "(lora-r16-1: interrupted; lora-r16-2: unknown)"), None)
+    assert found["lora-r64"] == (VariantVerdict.NOT_RUN, "no run of this variant was found in the logs", None)
+
+
+def test_a_variant_whose_runs_a_rule_stopped_names_each_stop_and_an_unnamed_rule_as_stop(plan):
+    runs = [Run("lora-r64-1"), Run("lora-r64-2")]
+    ended = {r.id: RunStatus(Status.STOPPED, "stopped", by=StoppedBy.SCRIPT) for r in runs}
+    stops = [Stop("lora-r64-1:S1", "lora-r64-1", "S1", "non_finite",
+                  LoggedStop("lora-r64-1", "S1", "loss NaN", at(11), Evidence("a.jsonl", 3)), None),
+             Stop("lora-r64-2:?", "lora-r64-2", None, "other",
+                  LoggedStop("lora-r64-2", None, "operator stop", at(12), Evidence("b.jsonl", 5)), None)]
+    assert judge(plan, runs, ended, [], stops)["lora-r64"] == (
+        VariantVerdict.STOPPED, "lora-r64-1: S1 (loss NaN); lora-r64-2: stop (operator stop)", None)
+
+
+def test_a_lower_is_better_variant_is_judged_and_said_with_its_comparison(sample_plan_data):
+    sample_plan_data["quality"].update(metric="eval_loss", direction="lower", threshold=1.5)
+    plan = Plan.model_validate(sample_plan_data)
+    runs = [Run("lora-r16-2"), Run("lora-r64-1")]
+    ended = {r.id: RunStatus(Status.COMPLETED, "ended") for r in runs}
+    scores = [Evaluation("lora-r16-2", 100, at(11), Evidence("a.jsonl", 4), {"eval_loss": 1.42}),
+              Evaluation("lora-r64-1", 100, at(11), Evidence("b.jsonl", 4), {"eval_loss": 1.61})]
+    found = judge(plan, runs, ended, scores)
+    assert found["lora-r16"][:2] == (VariantVerdict.PASSED, "final eval_loss 1.42 <= 1.5")
+    assert found["lora-r64"][:2] == (VariantVerdict.FAILED, "final eval_loss 1.61 is not <= 1.5")
