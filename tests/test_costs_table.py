@@ -1,0 +1,94 @@
+"""Deliverables judged and the costs counted (R10, R13, R14) as pure functions of the checks, the
+runs' statuses and the variants' verdicts: every rejection says why, and every cost is the plan's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reportgen.analysis.deliverables import costs, judge
+from reportgen.analysis.verdicts import VariantResult, VariantVerdict
+from reportgen.model import (
+    Campaign,
+    DeliverableCheck,
+    Evidence,
+    FileReport,
+    ManifestEntry,
+)
+from reportgen.plan.schema import Plan
+
+JST = timezone(timedelta(hours=9))
+LOT_END = datetime(2026, 11, 5, 9, 0, tzinfo=JST)
+
+
+@pytest.fixture
+def plan(sample_plan_data) -> Plan:
+    sample_plan_data["order"]["other_costs"] = [
+        {"label": "Storage", "amount": 12.5, "kind": "included"},
+        {"label": "Egress", "amount": 0.37, "kind": "included"},
+        {"label": "Reference summaries", "amount": 120.0, "kind": "external"},
+    ]
+    return Plan.model_validate(sample_plan_data)
+
+
+def check(entry_id: str, kind: str, digest: str, line: int, **fields) -> DeliverableCheck:
+    entry = ManifestEntry(entry_id, kind, [f"outputs/{entry_id}"], Evidence("outputs/manifest.yaml", line), **fields)
+    return DeliverableCheck(entry, [FileReport(f"outputs/{entry_id}", exists=True, bytes=10, sha256=digest)])
+
+
+def passed_variants(plan: Plan) -> list[VariantResult]:
+    return [VariantResult(v, VariantVerdict.PASSED, "", [], 0.33) for v in plan.variants]
+
+
+def test_a_deliverable_naming_a_run_or_variant_the_logs_and_plan_lack_is_rejected_saying_which(plan):
+    found = judge(plan, Campaign(root="logs"), [check("p1", "predictions", "a", 1, run="ghost-1"),
+                                                check("p2", "predictions", "b", 2, variant="lora-r61")],
+                  {}, passed_variants(plan), LOT_END)
+    assert [(r.id, r.passed, r.reasons) for r in found] == [
+        ("p1", False, ["produced by run 'ghost-1', which is not in the logs"]),
+        ("p2", False, ["names variant 'lora-r61', which the plan does not have"])]
+
+
+def test_a_deliverable_of_a_variant_that_did_not_pass_is_rejected_with_its_verdict_and_value(plan):
+    variants = [VariantResult(v, VariantVerdict.NOT_EVALUATED if v.id == "lora-r64" else VariantVerdict.FAILED, "", [],
+                              None if v.id == "lora-r64" else 0.301) for v in plan.variants]
+    found = judge(plan, Campaign(root="logs"), [check("c", "predictions", "a", 1, variant="control"),
+                                                check("r64", "adapter", "b", 2, variant="lora-r64")],
+                  {}, variants, LOT_END)
+    assert [r.reasons for r in found] == [["variant control did not meet eval_rougeL >= 0.32: failed (0.301)"],
+                                          ["variant lora-r64 did not meet eval_rougeL >= 0.32: not evaluated"]]
+
+
+def test_two_adapters_of_one_variant_with_other_bytes_are_two_deliverables_not_a_duplicate(plan):
+    """Only predictions are deduplicated by subject (kind, variant, corpus); an adapter names no corpus."""
+    found = judge(plan, Campaign(root="logs"), [check("a1", "adapter", "x", 1, variant="lora-r16"),
+                                                check("a2", "adapter", "y", 2, variant="lora-r16")],
+                  {}, passed_variants(plan), LOT_END)
+    assert [(r.id, r.passed, r.duplicate_of) for r in found] == [("a1", True, None), ("a2", True, None)]
+    # Counter-example: the same bytes again is the same deliverable, whatever its kind.
+    same = judge(plan, Campaign(root="logs"), [check("a1", "adapter", "x", 1, variant="lora-r16"),
+                                               check("a3", "adapter", "x", 3, variant="lora-r16")],
+                 {}, passed_variants(plan), LOT_END)
+    assert same[1].duplicate_of == "a1"
+
+
+def test_costs_keep_included_costs_to_the_cent_and_external_ones_apart(plan):
+    found = judge(plan, Campaign(root="logs"), [check("p1", "predictions", "a", 1, variant="lora-r16", corpus="jsum-v3")],
+                  {}, passed_variants(plan), LOT_END)
+    total = costs(plan, found)
+    assert (total.rental, total.included) == (47.14, 12.87)  # 12.5 + 0.37: not rounded to whole units
+    assert [c.label for c in total.other_included] == ["Storage", "Egress"]
+    assert [c.label for c in total.external] == ["Reference summaries"]
+    # One passed output: 47.14 per output; with the included costs, (47.14 + 12.87) / 1 = 60.01.
+    assert (total.passed_outputs, total.per_output, total.per_output_with_included) == (1, 47.14, 60.01)
+    assert (total.counted, total.excluded, total.undefined_reason) == (["p1"], [], None)
+
+
+def test_counter_example_no_passed_output_leaves_the_cost_per_output_undefined_with_the_reason(plan):
+    rejected = judge(plan, Campaign(root="logs"), [check("p1", "predictions", "a", 1, run="ghost-1")],
+                     {}, passed_variants(plan), LOT_END)
+    total = costs(plan, rejected)
+    assert (total.passed_outputs, total.per_output, total.per_output_with_included) == (0, None, None)
+    assert total.undefined_reason == "no predictions deliverable passed its checks (see the rejections)"
+    assert total.rejections == [("p1", ["produced by run 'ghost-1', which is not in the logs"])]
