@@ -92,3 +92,24 @@ def test_counter_example_no_passed_output_leaves_the_cost_per_output_undefined_w
     assert (total.passed_outputs, total.per_output, total.per_output_with_included) == (0, None, None)
     assert total.undefined_reason == "no predictions deliverable passed its checks (see the rejections)"
     assert total.rejections == [("p1", ["produced by run 'ghost-1', which is not in the logs"])]
+
+
+def test_the_cost_per_output_is_rounded_to_the_cent_over_three_outputs_and_names_what_is_missing(plan):
+    checks = [check(f"p{n}", "predictions", str(n), n, variant="lora-r16", corpus=f"c{n}") for n in (1, 2, 3)]
+    total = costs(plan, judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END))
+    # 47.14 / 3 = 15.7133 -> 15.71; (47.14 + 12.87) / 3 = 20.0033 -> 20.0.
+    assert (total.passed_outputs, total.per_output, total.per_output_with_included) == (3, 15.71, 20.0)
+    assert total.missing == [d.id for d in plan.deliverables]  # the plan's deliverables the manifest does not list
+
+
+@pytest.mark.parametrize(("listed", "why"), [
+    ([], "no deliverables manifest lists what the campaign produced, so no output can pass its checks"),
+    ([("a1", "adapter")], "no predictions deliverable was listed, so no complete corpus was delivered"),
+])
+def test_each_reason_the_cost_per_output_is_undefined_keeps_every_other_figure(plan, listed, why):
+    checks = [check(i, kind, i, 1, variant="lora-r16") for i, kind in listed]
+    total = costs(plan, judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END))
+    assert (total.per_output, total.undefined_reason) == (None, why)
+    assert (total.rental, total.included, [c.label for c in total.external]) == (47.14, 12.87, ["Reference summaries"])
+    assert total.missing == [d.id for d in plan.deliverables]
+    assert total.excluded == [(i, "of kind 'adapter': only complete corpora of predictions are outputs") for i, _ in listed]

@@ -74,6 +74,9 @@ def test_counter_example_a_required_variant_not_evaluated_leaves_it_inconclusive
     assert (found.verdict, found.conclusion) == (
         CampaignVerdict.INCONCLUSIVE,
         "No variant met eval_rougeL >= 0.32, and not every required variant was evaluated: lora-r16 (not evaluated).")
+    two = campaign_verdict(plan, results(plan, {"control": (VariantVerdict.NOT_RUN, None),
+                                                "lora-r16": (VariantVerdict.STOPPED, None)}))
+    assert two.conclusion.endswith("evaluated: lora-r16 (stopped).")  # the control is no variant of the question
     none_required = campaign_verdict(plan, results(plan, {"lora-r64": (VariantVerdict.FAILED, 0.31)}))
     assert none_required.conclusion.endswith("not every required variant was evaluated: no required variant.")
 
@@ -168,3 +171,11 @@ def test_a_lower_is_better_variant_is_judged_and_said_with_its_comparison(sample
     found = judge(plan, runs, ended, scores)
     assert found["lora-r16"][:2] == (VariantVerdict.PASSED, "final eval_loss 1.42 <= 1.5")
     assert found["lora-r64"][:2] == (VariantVerdict.FAILED, "final eval_loss 1.61 is not <= 1.5")
+
+
+def test_every_required_variant_left_undecided_is_named(sample_plan_data):
+    sample_plan_data["variants"][2]["category"] = "required"  # lora-r64
+    plan = Plan.model_validate(sample_plan_data)
+    found = campaign_verdict(plan, results(plan, {"lora-r16": (VariantVerdict.NOT_EVALUATED, None),
+                                                  "lora-r64": (VariantVerdict.STOPPED, None)}))
+    assert found.conclusion.endswith("evaluated: lora-r16 (not evaluated), lora-r64 (stopped).")
