@@ -17,6 +17,12 @@ SAMPLE_LOGS = REPO / "sample_logs"
 SAMPLE_PLAN = SAMPLE_LOGS / "plan.yaml"
 JST = timezone(timedelta(hours=9))
 WINDOW_START = datetime(2026, 11, 2, 9, 0, tzinfo=JST)
+LOT_END = WINDOW_START + timedelta(days=3)  # the sample's one 3-day lot
+
+
+def first_day(hour: int) -> datetime:
+    """A time on the first day of the sample's lot (2 Nov 2026, JST)."""
+    return datetime(2026, 11, 2, hour, tzinfo=JST)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -3,9 +3,8 @@ runs' statuses and the variants' verdicts: every rejection says why, and every c
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
+from conftest import LOT_END
 
 from reportgen.analysis.deliverables import costs, judge
 from reportgen.analysis.verdicts import VariantResult, VariantVerdict
@@ -17,9 +16,6 @@ from reportgen.model import (
     ManifestEntry,
 )
 from reportgen.plan.schema import Plan
-
-JST = timezone(timedelta(hours=9))
-LOT_END = datetime(2026, 11, 5, 9, 0, tzinfo=JST)
 
 
 @pytest.fixture

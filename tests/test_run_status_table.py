@@ -4,9 +4,8 @@ with the counter-example where the row must not decide."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
+from conftest import first_day
 
 from reportgen.analysis.status import RunStatus, run_status
 from reportgen.analysis.stops import Firing, Stop
@@ -30,12 +29,6 @@ from reportgen.model import (
 )
 from reportgen.plan.schema import Plan
 
-JST = timezone(timedelta(hours=9))
-
-
-def at(hour: int) -> datetime:
-    return datetime(2026, 11, 2, hour, tzinfo=JST)
-
 
 def ev(path: str, line: int | None = None) -> Evidence:
     return Evidence(path, line)
@@ -54,16 +47,16 @@ def message(kind: MessageKind, text: str, line: int, run: str = "a-1") -> LogMes
 # -- row 1: a stop the script logged -------------------------------------------------------------
 
 def test_row1_the_earliest_logged_stop_names_the_reason_and_every_stop_is_evidence():
-    stops = [LoggedStop("a-1", "S2", "eval under the floor", at(12), ev("e.jsonl", 9)),
-             LoggedStop("a-1", "S1", "loss is NaN", at(11), ev("e.jsonl", 7)),
-             LoggedStop("b-1", "S1", "another run's stop", at(10), ev("e.jsonl", 3))]
+    stops = [LoggedStop("a-1", "S2", "eval under the floor", first_day(12), ev("e.jsonl", 9)),
+             LoggedStop("a-1", "S1", "loss is NaN", first_day(11), ev("e.jsonl", 7)),
+             LoggedStop("b-1", "S1", "another run's stop", first_day(10), ev("e.jsonl", 3))]
     assert decide(Run("a-1"), Run("b-1"), stops=stops) == (
         Status.STOPPED, "loss is NaN", [ev("e.jsonl", 7), ev("e.jsonl", 9)], StoppedBy.SCRIPT)
 
 
 def test_row1_a_script_stop_comes_before_the_training_loop_s_own_even_when_later():
-    stops = [LoggedStop("a-1", None, "early stopping patience 3", at(10), ev("e.jsonl", 4), by=STOPPED_BY_LOOP),
-             LoggedStop("a-1", "S1", "loss is NaN", at(11), ev("e.jsonl", 7))]
+    stops = [LoggedStop("a-1", None, "early stopping patience 3", first_day(10), ev("e.jsonl", 4), by=STOPPED_BY_LOOP),
+             LoggedStop("a-1", "S1", "loss is NaN", first_day(11), ev("e.jsonl", 7))]
     status, reason, evidence, by = decide(Run("a-1"), stops=stops)
     assert (status, reason, by) == (Status.STOPPED, "loss is NaN", StoppedBy.SCRIPT)
     assert evidence == [ev("e.jsonl", 7), ev("e.jsonl", 4)]
@@ -71,11 +64,11 @@ def test_row1_a_script_stop_comes_before_the_training_loop_s_own_even_when_later
 
 def test_row1_stops_are_taken_in_time_order_and_a_stop_with_no_time_comes_last():
     # The later stop is written higher in the file: time decides, not the line.
-    timed = [LoggedStop("a-1", "S2", "later", at(12), ev("e.jsonl", 2)),
-             LoggedStop("a-1", "S1", "earlier", at(11), ev("e.jsonl", 8))]
+    timed = [LoggedStop("a-1", "S2", "later", first_day(12), ev("e.jsonl", 2)),
+             LoggedStop("a-1", "S1", "earlier", first_day(11), ev("e.jsonl", 8))]
     assert decide(Run("a-1"), stops=timed)[1] == "earlier"
     untimed = [LoggedStop("a-1", "S3", "from trainer_state.json, no time", None, ev("a.json")),
-               LoggedStop("a-1", "S1", "timed", at(11), ev("e.jsonl", 8))]
+               LoggedStop("a-1", "S1", "timed", first_day(11), ev("e.jsonl", 8))]
     assert decide(Run("a-1"), stops=untimed)[:3] == (Status.STOPPED, "timed", [ev("e.jsonl", 8), ev("a.json")])
 
 
@@ -214,7 +207,7 @@ def test_row6_a_run_with_no_record_at_all_is_unknown_and_says_so():
 
 
 def test_row6_an_unknown_end_lists_what_each_source_shows_with_the_start_first():
-    start = RunEvent("a-1", EventKind.START, at(10), ev("runs/a-1/events.jsonl", 1))
+    start = RunEvent("a-1", EventKind.START, first_day(10), ev("runs/a-1/events.jsonl", 1))
     seen = RunFacts("a-1", "tensorboard", ev("tb/a-1/events.out.tfevents.1.h.1.0"),
                     reason="scalars up to step 400, no end marker")
     told = RunFacts("a-1", "mlflow", ev("mlruns/0/r/meta.yaml"), status="completed", reason="not this one")
@@ -235,7 +228,7 @@ def test_row6_a_run_known_only_from_its_messages_is_not_one_with_no_record():
 
 
 def test_row6_a_start_with_no_line_is_said_but_not_cited():
-    start = RunEvent("a-1", EventKind.START, at(10), ev("runs/a-1/events.jsonl", 1))
+    start = RunEvent("a-1", EventKind.START, first_day(10), ev("runs/a-1/events.jsonl", 1))
     status, reason, evidence, _ = decide(Run("a-1"), run_events=[start])
     assert status == Status.UNKNOWN and "it logged its start but no end" in reason and evidence == []
 
@@ -252,7 +245,7 @@ def test_row6_sources_that_record_no_end_are_named_by_format():
 # -- after the plan's stop rules (R10): what reportgen's own evaluation changes ------------------
 
 def fired(rule: str, step: int, line: int, logged: LoggedStop | None = None) -> Stop:
-    evaluated = Firing(step, at(11), f"eval_rougeL under 0.20 at step {step}", [ev("runs/a-1/events.jsonl", line)])
+    evaluated = Firing(step, first_day(11), f"eval_rougeL under 0.20 at step {step}", [ev("runs/a-1/events.jsonl", line)])
     return Stop(f"a-1:{rule}", "a-1", rule, "below_threshold", logged, evaluated)
 
 
@@ -280,12 +273,12 @@ def test_after_stops_counter_examples_an_interrupted_run_stays_interrupted_and_n
     assert after_stops(crashed, [fired("S2", 2000, 40)]) is crashed
     done = RunStatus(Status.COMPLETED, "the run logged its end", [])
     assert after_stops(done, []) is done
-    logged_only = Stop("a-1:S1", "a-1", "S1", "non_finite", LoggedStop("a-1", "S1", "NaN", at(11), ev("e.jsonl", 3)), None)
+    logged_only = Stop("a-1:S1", "a-1", "S1", "non_finite", LoggedStop("a-1", "S1", "NaN", first_day(11), ev("e.jsonl", 3)), None)
     assert after_stops(done, [logged_only]) is done
 
 
 def test_after_stops_a_script_stop_later_than_the_logs_meet_the_rule_says_so_and_keeps_who_stopped_it():
-    script = LoggedStop("a-1", "S1", "loss is NaN", at(12), ev("runs/a-1/events.jsonl", 60), step=2140)
+    script = LoggedStop("a-1", "S1", "loss is NaN", first_day(12), ev("runs/a-1/events.jsonl", 60), step=2140)
     stopped = RunStatus(Status.STOPPED, "loss is NaN", [ev("runs/a-1/events.jsonl", 60)], by=StoppedBy.SCRIPT)
     found = after_stops(stopped, [fired("S2", 2000, 40), Stop("a-1:S1", "a-1", "S1", "non_finite", script, None)])
     assert (found.status, found.stopped_by) == (Status.STOPPED, StoppedBy.SCRIPT)

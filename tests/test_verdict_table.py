@@ -3,9 +3,10 @@ the sentence each verdict reads as, which evaluation is final, and which drop de
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
 import pytest
+from conftest import first_day
 
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.stops import Ledger, Stop
@@ -30,12 +31,6 @@ from reportgen.model import (
     StoppedBy,
 )
 from reportgen.plan.schema import Plan
-
-JST = timezone(timedelta(hours=9))
-
-
-def at(hour: int) -> datetime:
-    return datetime(2026, 11, 2, hour, tzinfo=JST)
 
 
 @pytest.fixture
@@ -93,7 +88,7 @@ def evaluation(step: int, when: datetime | None, line: int, value: float = 0.3) 
 
 
 def test_the_final_evaluation_is_the_latest_in_time_and_one_without_a_time_comes_before_timed_ones():
-    timed_late, timed_early = evaluation(1000, at(12), 30), evaluation(2000, at(11), 20)
+    timed_late, timed_early = evaluation(1000, first_day(12), 30), evaluation(2000, first_day(11), 20)
     assert _final_evaluation([timed_late, timed_early], "eval_rougeL") is timed_late  # time, not step
     untimed = evaluation(3000, None, 90)
     assert _final_evaluation([untimed, timed_early], "eval_rougeL") is timed_early
@@ -101,16 +96,16 @@ def test_the_final_evaluation_is_the_latest_in_time_and_one_without_a_time_comes
     first, last = evaluation(100, None, 5), evaluation(200, None, 6)
     assert _final_evaluation([last, first], "eval_rougeL") is last
     # Counter-example: an evaluation without the quality metric is never the final one.
-    other = Evaluation("a-1", 4000, at(13), Evidence("runs/a-1/events.jsonl", 99), {"eval_loss": 1.0})
+    other = Evaluation("a-1", 4000, first_day(13), Evidence("runs/a-1/events.jsonl", 99), {"eval_loss": 1.0})
     assert _final_evaluation([timed_early, other], "eval_rougeL") is timed_early
     assert _final_evaluation([other], "eval_rougeL") is None
 
 
 def test_the_drop_decision_that_counts_is_the_first_in_time_for_that_variant():
-    later = LoggedDecision("pilot", "drop_variant", at(12), Evidence("campaign/events.jsonl", 3), "kept for later", "v")
-    first = LoggedDecision("pilot", "drop", at(10), Evidence("campaign/events.jsonl", 9), "too slow", "v")
-    kept = LoggedDecision("pilot", "continue", at(9), Evidence("campaign/events.jsonl", 1), None, "v")
-    elsewhere = LoggedDecision("pilot", "drop", at(8), Evidence("campaign/events.jsonl", 0), None, "w")
+    later = LoggedDecision("pilot", "drop_variant", first_day(12), Evidence("campaign/events.jsonl", 3), "kept for later", "v")
+    first = LoggedDecision("pilot", "drop", first_day(10), Evidence("campaign/events.jsonl", 9), "too slow", "v")
+    kept = LoggedDecision("pilot", "continue", first_day(9), Evidence("campaign/events.jsonl", 1), None, "v")
+    elsewhere = LoggedDecision("pilot", "drop", first_day(8), Evidence("campaign/events.jsonl", 0), None, "w")
     assert _drop_decision("v", [later, first, kept, elsewhere]) is first
     assert _drop_decision("v", [kept]) is None
 
@@ -128,13 +123,13 @@ def judge(plan: Plan, runs: list[Run], ended: dict[str, RunStatus], evaluations:
 def test_an_evaluation_run_s_value_counts_for_the_variant_of_the_run_it_evaluates(plan):
     runs = [Run("lora-r16-2"), Run("eval-r16", kind="evaluation", evaluates="lora-r16-2")]
     ended = {"lora-r16-2": RunStatus(Status.COMPLETED, "ended"), "eval-r16": RunStatus(Status.COMPLETED, "ended")}
-    scored = [Evaluation("eval-r16", 0, at(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
+    scored = [Evaluation("eval-r16", 0, first_day(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
     assert judge(plan, runs, ended, scored)["lora-r16"] == (
         VariantVerdict.PASSED, "final eval_rougeL 0.334 >= 0.32", 0.334)
     # Counter-example: the same value on an evaluation run of another variant's run does not count here.
     elsewhere = [Run("lora-r16-2"), Run("lora-r64-1"), Run("eval-r64", kind="evaluation", evaluates="lora-r64-1")]
     ended |= {"lora-r64-1": RunStatus(Status.COMPLETED, "ended"), "eval-r64": RunStatus(Status.COMPLETED, "ended")}
-    moved = [Evaluation("eval-r64", 0, at(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
+    moved = [Evaluation("eval-r64", 0, first_day(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
     assert judge(plan, elsewhere, ended, moved)["lora-r16"][0] == VariantVerdict.NOT_EVALUATED
 
 
@@ -142,7 +137,7 @@ def test_each_variant_verdict_says_why(plan):
     runs = [Run("control-1"), Run("lora-r16-1"), Run("lora-r16-2")]
     ended = {"control-1": RunStatus(Status.COMPLETED, "ended"),
              "lora-r16-1": RunStatus(Status.INTERRUPTED, "killed"), "lora-r16-2": RunStatus(Status.UNKNOWN, "no end")}
-    scores = [Evaluation("control-1", 100, at(11), Evidence("c.jsonl", 4), {"eval_rougeL": float("nan")})]
+    scores = [Evaluation("control-1", 100, first_day(11), Evidence("c.jsonl", 4), {"eval_rougeL": float("nan")})]
     found = judge(plan, runs, ended, scores)
     assert found["control"] == (VariantVerdict.FAILED, "final eval_rougeL is nan", pytest.approx(float("nan"), nan_ok=True))
     assert found["lora-r16"] == (VariantVerdict.NOT_EVALUATED, ("no run of it reached its end with a value of eval_rougeL "
@@ -154,9 +149,9 @@ def test_a_variant_whose_runs_a_rule_stopped_names_each_stop_and_an_unnamed_rule
     runs = [Run("lora-r64-1"), Run("lora-r64-2")]
     ended = {r.id: RunStatus(Status.STOPPED, "stopped", by=StoppedBy.SCRIPT) for r in runs}
     stops = [Stop("lora-r64-1:S1", "lora-r64-1", "S1", "non_finite",
-                  LoggedStop("lora-r64-1", "S1", "loss NaN", at(11), Evidence("a.jsonl", 3)), None),
+                  LoggedStop("lora-r64-1", "S1", "loss NaN", first_day(11), Evidence("a.jsonl", 3)), None),
              Stop("lora-r64-2:?", "lora-r64-2", None, "other",
-                  LoggedStop("lora-r64-2", None, "operator stop", at(12), Evidence("b.jsonl", 5)), None)]
+                  LoggedStop("lora-r64-2", None, "operator stop", first_day(12), Evidence("b.jsonl", 5)), None)]
     assert judge(plan, runs, ended, [], stops)["lora-r64"] == (
         VariantVerdict.STOPPED, "lora-r64-1: S1 (loss NaN); lora-r64-2: stop (operator stop)", None)
 
@@ -166,8 +161,8 @@ def test_a_lower_is_better_variant_is_judged_and_said_with_its_comparison(sample
     plan = Plan.model_validate(sample_plan_data)
     runs = [Run("lora-r16-2"), Run("lora-r64-1")]
     ended = {r.id: RunStatus(Status.COMPLETED, "ended") for r in runs}
-    scores = [Evaluation("lora-r16-2", 100, at(11), Evidence("a.jsonl", 4), {"eval_loss": 1.42}),
-              Evaluation("lora-r64-1", 100, at(11), Evidence("b.jsonl", 4), {"eval_loss": 1.61})]
+    scores = [Evaluation("lora-r16-2", 100, first_day(11), Evidence("a.jsonl", 4), {"eval_loss": 1.42}),
+              Evaluation("lora-r64-1", 100, first_day(11), Evidence("b.jsonl", 4), {"eval_loss": 1.61})]
     found = judge(plan, runs, ended, scores)
     assert found["lora-r16"][:2] == (VariantVerdict.PASSED, "final eval_loss 1.42 <= 1.5")
     assert found["lora-r64"][:2] == (VariantVerdict.FAILED, "final eval_loss 1.61 is not <= 1.5")

@@ -26,8 +26,7 @@ from reportgen.model import (
     same_path,
 )
 from reportgen.numbers import HOURS_DECIMALS
-
-PARTS = ("model", "optimizer", "scheduler", "scaler", "rng", "data_position", "progress")
+from reportgen.plan.schema import RESUME_PARTS
 
 
 class Place(StrEnum):
@@ -124,8 +123,8 @@ def _merge_state(item: RunCheckpoint, state: dict[str, bool | None], basis: dict
 def _save_basis(op: CheckpointOp) -> tuple[dict[str, bool | None], dict[str, str]]:
     where = f"{op.evidence.path}:{op.evidence.line}" if op.evidence.line else op.evidence.path
     if op.state is None:
-        return {p: None for p in PARTS}, {p: f"the save logged at {where} lists no state" for p in PARTS}
-    state = {p: p in op.state for p in PARTS}
+        return {p: None for p in RESUME_PARTS}, {p: f"the save logged at {where} lists no state" for p in RESUME_PARTS}
+    state = {p: p in op.state for p in RESUME_PARTS}
     basis = {p: (f"listed in the state of the save logged at {where}" if held else
                  f"not in the state of the save logged at {where}") for p, held in state.items()}
     return state, basis

@@ -159,7 +159,7 @@ def gpu_time(plan: Plan, campaign: Campaign, order: list[str], statuses: dict[st
         if held is None:
             unmeasured.append(run_id)
             continue
-        bucket = statuses[run_id].status if training else "evaluation"
+        bucket = statuses[run_id].status if training else RunKind.EVALUATION
         by_status[bucket] = by_status.get(bucket, 0.0) + round(held, HOURS_DECIMALS)
     total = sum(by_status.values()) if by_status else None
     return GpuTime(

@@ -218,7 +218,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
     size = len(buf)
     pos = 0
     record = 0
-    crc = masked_crc
+    masked = masked_crc
     header = _HEADER.unpack_from
     u32 = _U32.unpack_from
     unpack_double, unpack_float = _DOUBLE.unpack_from, _FLOAT.unpack_from
@@ -234,7 +234,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             info.cut_off = True
             break
         length, length_crc = header(buf, pos)
-        if crc(buf[pos:pos + 8]) != length_crc:
+        if masked(buf[pos:pos + 8]) != length_crc:
             info.problem(record, f"record {record} at byte {pos}: the length's CRC does not match; the rest of the file cannot be framed and is not read")
             info.skipped += 1
             break
@@ -249,7 +249,7 @@ def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) ->
             break
         data = buf[start:end]
         pos = end + 4
-        if crc(data) != u32(buf, end)[0]:
+        if masked(data) != u32(buf, end)[0]:
             info.problem(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
             info.skipped += 1
             continue
