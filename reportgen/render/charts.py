@@ -6,8 +6,9 @@ inlined into a page), so the site works offline and from file://.
 
 from __future__ import annotations
 
+import itertools
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -16,7 +17,16 @@ from plotly.offline import get_plotlyjs
 from reportgen.analysis.interval import overhead
 
 PLOTLY_ASSET = "assets/plotly.min.js"
-COLORS = {"planned": "#9aa5b1", "actual": "#2f6fb3", "open": "#d9822b"}
+COLORS = {"planned": "#9aa5b1", "actual": "#2f6fb3", "open": "#d9822b", "saved": "#2e8540"}  # bars and lines
+TEXT = "#444444"  # every label: 9.7:1 against the white background (WCAG AA asks 4.5:1)
+# Fonts of Arial's metrics (on every system), so that a label's width can be estimated when laying charts out.
+FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
+TOOLBAR = 28  # px kept free at the top of a chart for plotly's toolbar, so it covers no title or legend
+
+
+def text_width(text: str, size: float) -> float:
+    """A generous estimate of a label's width in pixels: Arial averages about 0.5 em a character."""
+    return len(text) * size * 0.6
 
 
 def plotly_js() -> str:
@@ -33,9 +43,53 @@ def _to_dict(fig: go.Figure) -> dict:
     return json.loads(pio.to_json(fig, validate=True, engine="json"))
 
 
-def _local(at: str) -> str:
-    """plotly.js dates carry no offset: times are shown as wall-clock in the campaign's zone."""
-    return datetime.fromisoformat(at).strftime("%Y-%m-%d %H:%M:%S")
+def _layout(**layout) -> dict:
+    """What every chart of this module shares: white background, one text colour, the toolbar's band."""
+    return {"template": "none", "font": {"color": TEXT, "family": FONT_FAMILY}, "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff", **layout}
+
+
+def _title(text: str) -> dict:
+    """A title under the toolbar's band, left-aligned."""
+    return {"text": text, "x": 0, "xref": "container", "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top",
+            "pad": {"t": TOOLBAR, "l": 8}, "font": {"size": 14}}
+
+
+def _legend_below() -> dict:
+    """The legend at the foot of the chart, far from the toolbar at its top right."""
+    return {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yref": "container", "yanchor": "bottom", "traceorder": "normal"}
+
+
+def hours(value: float) -> str:
+    """Hours as the site's headlines show them: one decimal."""
+    return f"{value:,.1f} h"
+
+
+def signed_hours(value: float) -> str:
+    """A change in hours, one decimal; under 0.05 h in minutes (or seconds), never "+0.0 h"."""
+    if value == 0:
+        return "0 h"
+    if abs(value) >= 0.05:
+        return f"{value:+,.1f} h"
+    if abs(value) * 60 >= 0.05:
+        return f"{value * 60:+.1f} min"
+    return f"{value * 3600:+.0f} s"
+
+
+def _zone(at: str) -> timezone:
+    """The fixed offset a time of the report carries (every one does: they are written in the campaign's zone)."""
+    return timezone(datetime.fromisoformat(at).utcoffset())
+
+
+def zone_name(zone: timezone) -> str:
+    """"UTC+09:00": the campaign's zone as its offset, which is what its times carry."""
+    minutes = round(zone.utcoffset(None).total_seconds() / 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _local(at: str, zone: timezone) -> str:
+    """plotly.js dates carry no offset: every time is shown as wall-clock time in the campaign's zone."""
+    return datetime.fromisoformat(at).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _ms(start: str, end: str) -> float:
@@ -45,55 +99,56 @@ def _ms(start: str, end: str) -> float:
 def schedule_gantt(schedule: dict) -> dict:
     """Planned and actual bars per step on one time axis, with the rented window marked (R6)."""
     steps = schedule["steps"]
+    zone = _zone(schedule["window_start"])
     labels = [f"{s['id']} ({s['resource']})" for s in steps]
     planned = go.Bar(
         name="planned",
         orientation="h",
         y=labels,
-        base=[_local(s["planned_start"]) for s in steps],
+        base=[_local(s["planned_start"], zone) for s in steps],
         x=[_ms(s["planned_start"], s["planned_end"]) for s in steps],
         marker_color=COLORS["planned"],
         offsetgroup="planned",
         customdata=[[s["planned_hours"]] for s in steps],
-        hovertemplate="%{y}<br>planned %{customdata[0]} h<br>%{base} →<extra></extra>",
+        hovertemplate="%{y}<br>planned %{customdata[0]:.1f} h<br>%{base} →<extra></extra>",
     )
     measured = [s for s in steps if s["actual_start"] and s["actual_end"]]
     actual = go.Bar(
         name="actual",
         orientation="h",
         y=[labels[steps.index(s)] for s in measured],
-        base=[_local(s["actual_start"]) for s in measured],
+        base=[_local(s["actual_start"], zone) for s in measured],
         x=[_ms(s["actual_start"], s["actual_end"]) for s in measured],
         marker_color=COLORS["actual"],
         offsetgroup="actual",
         customdata=[[s["actual_hours"], s["actual_basis"]] for s in measured],
-        hovertemplate="%{y}<br>actual %{customdata[0]} h (%{customdata[1]})<br>%{base} →<extra></extra>",
+        hovertemplate="%{y}<br>actual %{customdata[0]:.1f} h (%{customdata[1]})<br>%{base} →<extra></extra>",
     )
     fig = go.Figure([planned, actual])
-    fig.update_layout(
+    fig.update_layout(**_layout(
         barmode="group",
-        height=120 + 34 * len(steps),
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
-        xaxis={"type": "date", "title": "time (campaign time zone)"},
+        height=TOOLBAR + 14 + 34 * len(steps) + 110,
+        margin={"l": 10, "r": 10, "t": TOOLBAR + 14, "b": 110},
+        xaxis={"type": "date", "title": {"text": f"time ({zone_name(zone)})"}},
         yaxis={"autorange": "reversed", "automargin": True},
-        legend={"orientation": "h", "y": 1.08},
+        legend=_legend_below(),
         shapes=[
             {
                 "type": "rect",
                 "xref": "x",
                 "yref": "paper",
-                "x0": _local(schedule["window_start"]),
-                "x1": _local(schedule["window_end"]),
+                "x0": _local(schedule["window_start"], zone),
+                "x1": _local(schedule["window_end"], zone),
                 "y0": 0,
                 "y1": 1,
                 "fillcolor": "rgba(47,111,179,0.06)",
-                "line": {"width": 1, "dash": "dot", "color": "#2f6fb3"},
+                "line": {"width": 1, "dash": "dot", "color": COLORS["actual"]},
                 "layer": "below",
             }
         ],
         annotations=[
             {
-                "x": _local(schedule["window_end"]),
+                "x": _local(schedule["window_end"], zone),
                 "y": 1,
                 "xref": "x",
                 "yref": "paper",
@@ -101,10 +156,10 @@ def schedule_gantt(schedule: dict) -> dict:
                 "showarrow": False,
                 "xanchor": "right",
                 "yanchor": "bottom",
-                "font": {"size": 11},
+                "font": {"size": 11, "color": TEXT},
             }
         ],
-    )
+    ))
     return _to_dict(fig)
 
 
@@ -141,70 +196,93 @@ def interval_chart(interval: dict) -> dict | None:
         total = sum(percent(overhead(value, cost, mtbi)))
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value / 60.0, "x1": value / 60.0, "y0": 0, "y1": 1,
                        "line": {"color": "#5f6b7a", "width": 1, "dash": "dash" if label == "plan" else "solid"}})
-        notes.append({"x": value / 60.0, "y": 1 - 0.1 * index, "xref": "x", "yref": "paper", "showarrow": False,
-                      "xanchor": "left", "yanchor": "top", "font": {"size": 11},
+        # Each mark's label a row (18 px) below the one before, so marks close together stay legible.
+        notes.append({"x": value / 60.0, "y": 1, "yshift": -18 * index, "xref": "x", "yref": "paper", "showarrow": False,
+                      "xanchor": "left", "yanchor": "top", "font": {"size": 11, "color": TEXT}, "bgcolor": "rgba(255,255,255,0.85)",
                       "text": f"{label}: {value / 60.0:.1f} min, {total:.2f}%"})
-    fig.update_layout(
-        height=340, margin={"l": 60, "r": 20, "t": 30, "b": 50},
-        xaxis={"title": "minutes between saves"},
+    fig.update_layout(**_layout(
+        height=400, margin={"l": 60, "r": 20, "t": TOOLBAR + 8, "b": 100},
+        xaxis={"title": {"text": "minutes between saves"}},
         # The curve's interesting part is its minimum: show up to three times the lowest overhead.
-        yaxis={"title": "% of GPU time", "range": [0, 3.0 * min(a + b for a, b in zip(saving, lost))]},
-        legend={"orientation": "h", "y": 1.12}, shapes=shapes, annotations=notes,
-    )
+        yaxis={"title": {"text": "% of GPU time"}, "range": [0, 3.0 * min(a + b for a, b in zip(saving, lost))]},
+        legend=_legend_below(), shapes=shapes, annotations=notes,
+    ))
     return _to_dict(fig)
 
 
 def variance_waterfall(schedule: dict, step_id: str | None = None) -> dict | None:
-    """Planned -> each cause -> unexplained -> actual, for one step or (None) the whole campaign's span."""
+    """Planned -> each cause -> unexplained -> actual, for one step or (None) the whole campaign's span.
+
+    The bars start at the planned hours, not at zero: beside a plan of days, causes of minutes would be
+    slivers. Each bar's length is a change; the last bar, the actual hours, spans the whole variance.
+    """
     if step_id is None:
         if schedule["actual_hours"] is None:
             return None
         causes = {c["cause"]: c["hours"] for c in schedule["explained"]}
         planned, unexplained, actual = schedule["planned_hours"], schedule["unexplained_hours"], schedule["actual_hours"]
-        title = "The campaign: planned span to actual span"
+        name = "The campaign"
     else:
         step = next((s for s in schedule["steps"] if s["id"] == step_id and s["actual_hours"] is not None), None)
         if step is None:
             return None
         causes = {c["cause"]: c["hours"] for c in step["explained"]}
         planned, unexplained, actual = step["planned_hours"], step["unexplained_hours"], step["actual_hours"]
-        title = f"{step_id}: planned to actual"
-    labels = ["planned", *causes, "unexplained", "actual"]
-    values = [planned, *causes.values(), unexplained, actual]
+        name = step_id
+    changes = [*causes.values(), unexplained]
+    labels = [*causes, "unexplained", "actual"]
+    running = list(itertools.accumulate(changes, initial=planned))
+    lo, hi = min(running), max(running)
+    pad = 0.12 * (hi - lo) or 0.5
     trace = go.Waterfall(
-        x=labels,
-        y=[round(v, 4) for v in values],
-        measure=["absolute", *(["relative"] * (len(causes) + 1)), "total"],
-        text=[f"{v:+.2f} h" if 0 < i < len(values) - 1 else f"{v:.2f} h" for i, v in enumerate(values)],
+        orientation="h",
+        y=labels,
+        x=[round(v, 4) for v in changes] + [0],  # the total is plotly's sum from the base
+        base=planned,
+        measure=["relative"] * len(changes) + ["total"],
+        text=[signed_hours(v) for v in changes] + [f"{hours(actual)} ({signed_hours(actual - planned)})"],
         textposition="outside",
+        textfont={"color": TEXT},
+        cliponaxis=False,
         connector={"line": {"color": "#c8ced6"}},
         increasing={"marker": {"color": COLORS["open"]}},
-        decreasing={"marker": {"color": "#2e8540"}},
+        decreasing={"marker": {"color": COLORS["saved"]}},
         totals={"marker": {"color": COLORS["actual"]}},
-        hovertemplate="%{x}: %{y:.2f} h<extra></extra>",
+        hovertemplate="%{y}: %{text}<extra></extra>",
     )
     fig = go.Figure([trace])
-    fig.update_layout(title={"text": title, "x": 0, "font": {"size": 14}}, height=340, showlegend=False,
-                      margin={"l": 60, "r": 20, "t": 40, "b": 60}, yaxis={"title": "hours"})
+    fig.update_layout(**_layout(
+        title=_title(f"{name}: planned {hours(planned)} → actual {hours(actual)}"),
+        height=TOOLBAR + 30 + 24 * len(labels) + 60, showlegend=False,
+        margin={"l": 10, "r": 50, "t": TOOLBAR + 30, "b": 60},
+        xaxis={"title": {"text": "hours"},
+               "range": [lo - pad, hi + pad], "zeroline": False},
+        yaxis={"autorange": "reversed", "automargin": True},
+        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": planned, "x1": planned, "y0": 0, "y1": 1,
+                 "line": {"color": "#5f6b7a", "width": 1, "dash": "dot"}}],
+    ))
     return _to_dict(fig)
 
 
 def estimates_chart(estimates: list[dict]) -> dict | None:
-    """Planned, measured and suggested next hours for every step, side by side (R16)."""
-    steps = [e for e in estimates if e["kind"] == "step"]
+    """Planned, measured and suggested next hours for every step the next campaign keeps, side by side
+    (R16); a step left out (a dropped or diverged variant's) is listed on the page with its reason instead."""
+    steps = [e for e in estimates if e["kind"] == "step" and e.get("in_suggested_schedule", True)]
     if not steps:
         return None
-    names = [e["id"] for e in steps][::-1]  # first step on top
+    names = [e["id"] for e in steps]
     traces = []
     for key, label, color in (("planned_hours", "planned", COLORS["planned"]), ("measured_hours", "measured", COLORS["actual"]),
                               ("next_hours", "next estimate", COLORS["open"])):
-        values = [e[key] for e in steps][::-1]
         traces.append(go.Bar(
-            y=names, x=values, name=label, orientation="h", marker_color=color,
-            hovertemplate=f"%{{y}} {label}: %{{x:.2f}} h<extra></extra>",
+            y=names, x=[e[key] for e in steps], name=label, orientation="h", marker_color=color,
+            hovertemplate=f"%{{y}} {label}: %{{x:.1f}} h<extra></extra>",
         ))
     fig = go.Figure(traces)
-    fig.update_layout(barmode="group", height=120 + 42 * len(steps), title={"text": "Hours per step", "x": 0, "font": {"size": 14}},
-                      margin={"l": 120, "r": 20, "t": 40, "b": 40}, xaxis={"title": "hours"},
-                      legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"})
+    # The y axis runs top-down: the first step on top and, in each group, the bars in the legend's order.
+    fig.update_layout(**_layout(
+        barmode="group", height=TOOLBAR + 30 + 42 * len(steps) + 90, title=_title("Hours per step"),
+        margin={"l": 120, "r": 20, "t": TOOLBAR + 30, "b": 90}, xaxis={"title": {"text": "hours"}},
+        yaxis={"autorange": "reversed", "automargin": True}, legend=_legend_below(),
+    ))
     return _to_dict(fig)

@@ -34,12 +34,19 @@ class Reduced:
     def complete(self) -> bool:
         return self.shown == self.total
 
-    def label(self) -> str:
-        """What the chart says about the reduction: "2,000 of 1,000,000 points shown"."""
-        text = f"{self.shown:,} of {self.total:,} points shown"
+    def count(self) -> str:
+        """How many points the chart shows: "2,000 of 1,000,000 points shown", "all 3 points shown"."""
+        if self.total <= 1:
+            return "1 point shown" if self.total else "no point shown"
         if self.complete:
             return f"all {self.total:,} points shown"
-        text += " (each bucket's minimum and maximum kept"
+        return f"{self.shown:,} of {self.total:,} points shown"
+
+    def label(self) -> str:
+        """The count and, for a reduced series, what the reduction kept."""
+        if self.complete:
+            return self.count()
+        text = self.count() + " (each bucket's minimum and maximum kept"
         if self.non_finite_total:
             if len(self.non_finite) == self.non_finite_total:
                 text += ", every non-finite point kept"

@@ -6,7 +6,12 @@
     var source = document.getElementById(div.getAttribute("data-figure"));
     if (!source) { return; }
     var figure = JSON.parse(source.textContent);
-    Plotly.newPlot(div, figure.data, figure.layout || {}, {responsive: true, displaylogo: false});
+    // The toolbar shows only while the pointer is on a chart, in a band each figure keeps free at its
+    // top, with the buttons a static report needs (no selection tools).
+    Plotly.newPlot(div, figure.data, figure.layout || {}, {
+      responsive: true, displaylogo: false, displayModeBar: "hover",
+      modeBarButtonsToRemove: ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]
+    });
   });
   // A chart drawn inside a closed <details> has no width to measure: size it when it opens.
   document.querySelectorAll("details").forEach(function (details) {
