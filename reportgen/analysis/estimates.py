@@ -15,16 +15,27 @@ How a next figure is made:
 - a variant's figure is one full run: its completed chain of runs (a resumed run with the run it
   resumes) less the work lost at each interruption, plus the allowance; else its longest run
   scaled to its config's total steps; else the plan's figure, uncertain;
-- a step or variant never measured keeps the plan's figure and is an uncertainty; a dropped one is
-  left out of the suggested schedule, and said so.
+- a step or variant never measured keeps the plan's figure and is an uncertainty.
+
+What is proposed again is decided per variant before any figure (`advise_variants`): the control and
+the variants that passed are kept; a variant dropped at a decision point, one that failed, and an
+optional one that diverged or that a quality stop rule judged are left out, with their steps, and
+said why with the evidence; a required variant that diverged, and any variant stopped by cut inputs
+or by a missing resume state, is kept only with the change the user must make first; a variant
+stopped by a rule that does not judge its results (a time or budget stop, an interruption) is kept
+with a full run's estimate. Left-out items are no uncertainty of the next campaign. Last, the lot:
+the one ordered is compared first (see `options.lot_advice`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from reportgen.analysis.checkpoints import CheckpointsReport
+from reportgen.analysis.nonfinite import NonFinite
+from reportgen.analysis.options import LotAdvice, LotFit, lot_advice
 from reportgen.analysis.runs import RunsReport, chain, total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
@@ -34,6 +45,7 @@ from reportgen.analysis.schedule import (
     planned_timeline,
     runs_matching,
 )
+from reportgen.analysis.stops import Ledger, Stop
 from reportgen.analysis.variance import (
     INTERRUPTION_CAUSES,
     VarianceReport,
@@ -42,9 +54,9 @@ from reportgen.analysis.variance import (
     start_steps,
 )
 from reportgen.analysis.verdicts import VariantResult, VariantVerdict
-from reportgen.model import Campaign, Evidence, Run, Status
-from reportgen.numbers import median, plural
-from reportgen.plan.schema import Plan
+from reportgen.model import Campaign, Evidence, Run, Status, metric_values
+from reportgen.numbers import figure, median, plural
+from reportgen.plan.schema import Plan, StopKind
 
 DRAFT_MIN_HOURS = 0.1  # a plan's step takes more than 0 h: the least a draft plan writes
 
@@ -77,12 +89,18 @@ class Estimate:
     measured: bool  # whether the next figure rests on a measurement
     runs: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
-    in_schedule: bool = True  # False: left out of the suggested schedule (dropped)
+    left_out: str | None = None  # why it is not proposed again (its variant's advice); None: proposed
     work_hours: float | None = None  # a variant's full run before the interruption allowance
+    measurements: list[Measurement] = field(default_factory=list)  # what its runs measured (pace, saves, evaluations)
 
     @property
     def item(self) -> str:
         return f"{self.kind} {self.id}"
+
+    @property
+    def in_schedule(self) -> bool:
+        """Whether the next campaign's suggested schedule holds it."""
+        return self.left_out is None
 
     @property
     def draft_hours(self) -> float | None:
@@ -117,7 +135,6 @@ class Doubt(StrEnum):
 
     STEP_NOT_MEASURED = "step_not_measured"
     VARIANT_NOT_RUN = "variant_not_run"
-    VARIANT_DROPPED = "variant_dropped"
     VARIANT_EXTRAPOLATED = "variant_extrapolated"  # no run completed: a full run scaled from the furthest
     VARIANT_TIME_UNKNOWN = "variant_time_unknown"  # completed, but no source gives the time it took
     VARIANT_NO_TOTAL = "variant_no_total"  # no run completed and none names its total steps
@@ -134,15 +151,234 @@ class Uncertainty:
     code: Doubt
 
 
+class Advice(StrEnum):
+    """What the next plan does with a variant."""
+
+    KEEP = "keep"  # proposed again as it ran
+    CHANGE = "change"  # proposed again only with a change the user makes first
+    DROP = "drop"  # left out of the next plan, with its steps
+
+
+class Case(StrEnum):
+    """What happened to a variant in this campaign, which decides the advice."""
+
+    BASELINE = "baseline"  # the control, evaluated at its end
+    PASSED = "passed"
+    FAILED = "failed"  # evaluated at its end and under the threshold: its answer is in
+    DIVERGED = "diverged"  # a non-finite loss, a non-finite stop, or a non-finite final value
+    STOPPED_BELOW_THRESHOLD = "stopped_below_threshold"  # a quality stop rule judged it before its end
+    STOPPED_TRUNCATION = "stopped_truncation"  # required inputs were cut to fit the context
+    STOPPED_NO_RESUME = "stopped_no_resume"  # interrupted with nothing to resume from
+    STOPPED_OTHER = "stopped_other"  # a rule of kind `other`: a time or budget stop, say
+    STOPPED_INTERRUPTED = "stopped_interrupted"  # a rule that fires on an interruption
+    DROPPED = "dropped"  # at a decision point
+    NOT_RUN = "not_run"
+    NOT_EVALUATED = "not_evaluated"
+
+
+# Which stop tells what happened when several fired on a variant's runs: inputs cut make any quality
+# judgement unreliable, a quality judgement makes a resume question moot, and a stop that judges
+# nothing comes last.
+_STOP_CASES: dict[StopKind, Case] = {
+    "truncation": Case.STOPPED_TRUNCATION,
+    "below_threshold": Case.STOPPED_BELOW_THRESHOLD,
+    "no_resume": Case.STOPPED_NO_RESUME,
+    "other": Case.STOPPED_OTHER,
+    "interrupted": Case.STOPPED_INTERRUPTED,
+}
+_DIVERGENCE_CHANGE = ("rerun it with a change such as a lower learning rate, under a new run id; "
+                      "the plan's own hypotheses decide which change")
+
+
 @dataclass(frozen=True)
-class LotFit:
-    label: str
-    price: float
-    currency: str
-    lots: int
-    hours: float
-    fits: bool
-    unused_hours: float
+class Divergence:
+    """A non-finite value in a run's metrics: which metric, what value, from which step."""
+
+    run: str
+    metric: str
+    value: str  # "NaN", "infinite", "-infinite", or "not finite" when a text log says so without the value
+    step: int | None
+    evidence: list[Evidence] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        at = f" at step {self.step:,}" if self.step is not None else ""
+        return f"{self.metric} {self.value}{at} of {self.run}"
+
+
+@dataclass(frozen=True)
+class VariantAdvice:
+    """Whether the next plan proposes a variant again, why (with the evidence), and what the user does."""
+
+    variant: str
+    role: str
+    category: str
+    verdict: VariantVerdict
+    case: Case
+    advice: Advice
+    reason: str  # what happened, in one sentence with its figures
+    action: str  # what the next plan does with it, and any change the user must make
+    evidence: list[Evidence] = field(default_factory=list)
+
+    @property
+    def proposed(self) -> bool:
+        return self.advice != Advice.DROP
+
+
+def divergences(campaign: Campaign, windows: dict[str, list[NonFinite]]) -> dict[str, list[Divergence]]:
+    """Each run's non-finite windows with the value logged at their first row (NaN or infinite)."""
+    frame = campaign.metrics
+    out: dict[str, list[Divergence]] = {}
+    for run, items in windows.items():
+        for window in items:
+            value = "not finite"
+            first = window.evidence[0] if window.evidence else None
+            if first is not None and window.metric in frame.columns:
+                logged, numbers = metric_values(frame[window.metric])
+                same = (frame["run"] == run) & (frame["path"] == first.path) & (frame["line"] == first.line)
+                rows = same.fillna(False).to_numpy(dtype=bool) & logged  # a nullable column's NA is no match
+                found = numbers[rows]
+                if len(found):
+                    value = "NaN" if math.isnan(found[0]) else ("infinite" if found[0] > 0 else "-infinite")
+            out.setdefault(run, []).append(Divergence(run, window.metric, value, window.step, list(window.evidence)))
+    return out
+
+
+def _is_loss(metric: str) -> bool:
+    return "loss" in metric.lower()
+
+
+def _case(result: VariantResult, stops: list[Stop], diverged: list[Divergence]) -> Case:
+    verdict = result.verdict
+    if verdict == VariantVerdict.DROPPED:
+        return Case.DROPPED
+    if verdict == VariantVerdict.NOT_RUN:
+        return Case.NOT_RUN
+    if verdict not in (VariantVerdict.STOPPED, VariantVerdict.NOT_EVALUATED):
+        # A run reached its end with a final value, which stands over an earlier run's trouble.
+        if result.value is None or not math.isfinite(result.value):
+            return Case.DIVERGED
+        if result.variant.role == "control":
+            return Case.BASELINE
+        return Case.PASSED if verdict == VariantVerdict.PASSED else Case.FAILED
+    if any(s.kind == "non_finite" for s in stops) or any(_is_loss(d.metric) for d in diverged):
+        return Case.DIVERGED
+    if verdict == VariantVerdict.NOT_EVALUATED:
+        return Case.NOT_EVALUATED
+    kinds = {s.kind for s in stops}
+    return next((case for kind, case in _STOP_CASES.items() if kind in kinds), Case.STOPPED_OTHER)
+
+
+def _stop_text(stop: Stop) -> str:
+    """A stop as the ledger has it: the rule, the run, the step and the reason (a condition reportgen found, or
+    the script's own words)."""
+    at = f" at step {stop.step:,}" if stop.step is not None and f"step {stop.step}" not in stop.reason else ""
+    return f"{stop.rule or 'a stop'} fired on {stop.run}{at}: {stop.reason}"
+
+
+def advise_variants(variants: list[VariantResult], stops: list[Stop],
+                    diverged: dict[str, list[Divergence]]) -> list[VariantAdvice]:
+    """Per variant: keep, change or drop for the next campaign, with the reason and its evidence.
+
+    `stops` are the stop-rule ledger's entries, `diverged` each run's non-finite values. Decided in
+    this order: a dropped variant stays dropped; the control is never left out (the variants are
+    compared with it), only changed when something other than its score stopped it; a passed
+    variant is kept; a failed one is left out (its answer is in); a diverged one is left out, or, when
+    the question needs it (required), kept only with a change; a quality stop leaves it out; cut
+    inputs or a missing resume state keep it only with their fix; a stop that judges nothing, an
+    interruption, a variant never run or never evaluated keep it with a full run's estimate.
+    """
+    out = []
+    for result in variants:
+        variant = result.variant
+        own = sorted((s for s in stops if s.run in result.runs), key=lambda s: (s.step is None, s.step or 0, s.id))
+        values = sorted((d for r in result.runs for d in diverged.get(r, [])),
+                        key=lambda d: (not _is_loss(d.metric), d.step is None, d.step or 0, d.metric))
+        case = _case(result, own, values)
+        control, required = variant.role == "control", variant.category == "required"
+        name = variant.id
+        evidence = set(result.evidence)
+        if case == Case.DIVERGED:
+            stop = next((s for s in own if s.kind == "non_finite"), None)
+            if values:
+                reason = f"{name} diverged: {values[0].text}"
+                evidence.update(values[0].evidence)
+            elif stop is not None:
+                reason = f"{name} diverged: {stop.reason}"
+            else:
+                reason = f"{name} diverged: {result.reason}"
+            if stop is not None:
+                reason += f", and {stop.rule or 'a stop'} stopped it"
+                evidence.update(stop.evidence)
+            others = [s for s in own if s.kind != "non_finite"]
+            if others:
+                reason += f" (also {'; '.join(_stop_text(s) for s in others)})"
+                evidence.update(e for s in others for e in s.evidence)
+            reason += "."
+            if control or required:
+                advice = Advice.CHANGE
+                action = (f"Kept only with a change you make first, because the question needs it ({'the control' if control else 'required'}): "
+                          f"{_DIVERGENCE_CHANGE}.")
+            else:
+                advice = Advice.DROP
+                action = f"Left out of the next plan: drop it, or {_DIVERGENCE_CHANGE}."
+        elif case in (Case.STOPPED_BELOW_THRESHOLD, Case.STOPPED_TRUNCATION, Case.STOPPED_NO_RESUME, Case.STOPPED_OTHER,
+                      Case.STOPPED_INTERRUPTED):
+            kind = next((k for k, c in _STOP_CASES.items() if c == case), None)
+            stop = next((s for s in own if s.kind == kind), own[0] if own else None)
+            reason = f"{name} was stopped: {_stop_text(stop)}." if stop else f"{name} was stopped: {result.reason}."
+            evidence.update(stop.evidence if stop else [])
+            advice, action = _stopped_advice(case, control, stop.rule if stop else None)
+        else:
+            advice, reason, action = _plain_advice(case, result, control)
+            if advice != Advice.DROP and own:  # an earlier run's stop, fixed by the run that reached its end
+                reason = reason.rstrip(".") + f" (earlier, {'; '.join(_stop_text(s) for s in own)}; plan the configuration that reached its end)."
+                evidence.update(e for s in own for e in s.evidence)
+        out.append(VariantAdvice(name, variant.role, variant.category, result.verdict, case, advice, reason, action,
+                                 sorted(evidence)))
+    return out
+
+
+def _stopped_advice(case: Case, control: bool, rule: str | None) -> tuple[Advice, str]:
+    rule = rule or "the stop"
+    if case == Case.STOPPED_BELOW_THRESHOLD:
+        if control:
+            return Advice.CHANGE, (f"Kept with a change: the control is the baseline and may score under the bar; "
+                                   f"limit {rule} to the variants (its `variants:` list).")
+        return Advice.DROP, (f"Left out: {rule} judged it under the bar before its end, so running it again unchanged "
+                             "would repeat that. To try it again, add it as a changed variant with a new id.")
+    if case == Case.STOPPED_TRUNCATION:
+        return Advice.CHANGE, ("Kept only with a change you make first: every required input must fit the context "
+                               "(a shorter prompt, or a longer context) before it runs again, under a new run id.")
+    if case == Case.STOPPED_NO_RESUME:
+        return Advice.CHANGE, ("Kept only with a change you make first: save checkpoints with the state a resume needs "
+                               "and reload an early one in a new process, so an interruption costs only the work since "
+                               "the last save.")
+    if case == Case.STOPPED_INTERRUPTED:
+        return Advice.KEEP, ("Kept: an interruption says nothing of its results; its estimate is a full run, "
+                             "with the interruption allowance.")
+    return Advice.KEEP, (f"Kept with a full run's estimate: {rule} does not say its results fell short (a time or "
+                         "budget stop, for example), so the next lot must hold a whole run. If the rule did judge "
+                         "its results, drop it instead.")
+
+
+def _plain_advice(case: Case, result: VariantResult, control: bool) -> tuple[Advice, str, str]:
+    name = result.variant.id
+    if case == Case.DROPPED:
+        return Advice.DROP, f"{name} was {result.reason.rstrip('.')}.", "Left out, as decided; the decision stands until the question changes."
+    if control:
+        return Advice.KEEP, f"{name} (the control): {result.reason}.", \
+            "Kept: the variants are compared with it."
+    if case == Case.PASSED:
+        return Advice.KEEP, f"{name} passed: {result.reason}.", "Kept."
+    if case == Case.FAILED:
+        return Advice.DROP, f"{name} failed: {result.reason}.", (
+            "Left out: its answer is in, and running it again unchanged would repeat it. To try it again, add it "
+            "as a changed variant with a new id, as the plan's own hypotheses suggest.")
+    if case == Case.NOT_EVALUATED:
+        return Advice.KEEP, f"{name} has no result: {result.reason}.", (
+            "Kept: it still needs a run that reaches its end with a value of the quality metric.")
+    return Advice.KEEP, f"{name} was never run.", "Kept as planned; its hours are the plan's guess."
 
 
 @dataclass(frozen=True)
@@ -153,24 +389,31 @@ class NextCampaign:
     allowance: float | None  # interruption hours per hour of other GPU-step work
     allowance_basis: str
     suggested_hours: float
-    left_out: list[str]
-    lots: list[LotFit]
+    left_out: list[str]  # the steps not proposed again
+    advice: list[VariantAdvice]
+    lot_advice: LotAdvice
+
+    @property
+    def lots(self) -> list[LotFit]:
+        return self.lot_advice.lots
 
     @property
     def lot(self) -> LotFit | None:
-        """The cheapest lot the suggested schedule fits in."""
-        return next((lot for lot in self.lots if lot.fits), None)
+        """The lot to order: the one ordered when the suggested schedule fits it, else the cheapest that holds it."""
+        return self.lot_advice.recommended
 
 
 class _Estimator:
     """Builds the estimates of one analysed campaign, collecting the uncertainties on the way."""
 
     def __init__(self, plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
-                 checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult]):
+                 checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult],
+                 advice: list[VariantAdvice]):
         self.plan, self.campaign, self.schedule, self.runs = plan, campaign, schedule, runs
         self.checkpoints, self.variance, self.variants = checkpoints, variance, variants
         self.gpus = set(self.plan.gpu_names())
-        self.dropped = {r.variant.id: r for r in variants if r.verdict == VariantVerdict.DROPPED}
+        # The variants not proposed again, with the reason each of their estimates carries.
+        self.left_out = {a.variant: f"{a.reason} {a.action}" for a in advice if not a.proposed}
         self.uncertainties: list[Uncertainty] = []
         self.frames = campaign.frames_by_run()
         self.starts = start_steps(campaign)
@@ -211,16 +454,15 @@ class _Estimator:
         measured = sum(held) if held else None
         evidence = [e for r in runs for e in [r.start_evidence, r.end_evidence] if e is not None]
         ids = [r.id for r in runs]
+        left_out = self.left_out.get(variant.id)
+        figures = self.run_measurements(ids)
 
         def keep_plan(why: str) -> Estimate:
             return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, planned, why, False, ids, evidence,
-                            in_schedule=variant.id not in self.dropped)
+                            left_out=left_out, measurements=figures)
 
-        if variant.id in self.dropped and not runs:
-            why = f"{self.dropped[variant.id].reason.rstrip('.')}; never run, so the plan's figure is all there is"
-            self._uncertain(Doubt.VARIANT_DROPPED, f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was dropped and never "
-                            f"run: {self._hours_text(planned)} are the plan's guess, unmeasured.")
-            return keep_plan(why)
+        if result.verdict == VariantVerdict.DROPPED and not runs:
+            return keep_plan(f"{result.reason.rstrip('.')}; never run, so the plan's figure is all there is")
         if not runs:
             self._uncertain(Doubt.VARIANT_NOT_RUN, f"variant {variant.id}", f"Variant {variant.id} ({variant.category}) was never run: "
                             f"{self._hours_text(planned)} are the plan's guess, unmeasured.")
@@ -246,8 +488,9 @@ class _Estimator:
             if len(chains) > 1:
                 basis += f" (the median of {len(chains)} completed runs)"
             if allowance:
-                basis += f", plus the interruption allowance of {allowance:.1%}"
-            return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, next_hours, basis, True, ids, evidence, work_hours=work)
+                basis += f", plus the interruption allowance of {allowance:.1%}: {work:.2f} h × {1 + allowance:.3f} = {next_hours:.2f} h"
+            return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, next_hours, basis, True, ids, evidence,
+                            left_out=left_out, work_hours=work, measurements=figures)
 
         # No completed run: scale the run that got furthest to the total its config names.
         reached = [r for r in runs if r.last_step and self.runs.times[r.id].gpu_hours]
@@ -265,11 +508,12 @@ class _Estimator:
                                 f"({next_hours:.1f} h) is extrapolated from {run.id}, {status} at step {run.last_step:,} "
                                 f"of {total[0]:,}.")
                 basis = (f"no run completed: {run.id} was {status} at step {run.last_step:,} after {hours:.2f} GPU h; "
-                         f"scaled to the {total[0]:,} steps of its config ('{total[1]}')")
+                         f"scaled to the {total[0]:,} steps of its config ('{total[1]}'): {hours:.2f} h × "
+                         f"{total[0] - begin:,} / {done:,} steps = {work:.2f} h")
                 if allowance:
-                    basis += f", plus the interruption allowance of {allowance:.1%}"
+                    basis += f", plus the interruption allowance of {allowance:.1%}: {work:.2f} h × {1 + allowance:.3f} = {next_hours:.2f} h"
                 return Estimate(EstimateKind.VARIANT, variant.id, planned, measured, next_hours, basis, True, ids, evidence,
-                                work_hours=work)
+                                left_out=left_out, work_hours=work, measurements=figures)
         completed = [r.id for r in runs if self.runs.statuses[r.id].status == Status.COMPLETED]
         if completed:
             self._uncertain(Doubt.VARIANT_TIME_UNKNOWN, f"variant {variant.id}", f"Variant {variant.id} completed ({', '.join(completed)}), but no "
@@ -285,15 +529,17 @@ class _Estimator:
         """A step's next figure: measured, interruptions replaced by the allowance, an unfinished run completed."""
         step = item.step
         runs = [r.id for r in self._step_runs(item)]
+        left_out = self.left_out.get(step.variant or "")
+        figures = self.run_measurements(runs)
         if item.actual.hours is None:
-            if step.variant in self.dropped:
+            if left_out is not None:
                 return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours,
-                                f"not run: variant {step.variant} was dropped; left out of the suggested schedule",
-                                False, runs, in_schedule=False)
+                                f"not run; variant {step.variant} is not proposed again", False, runs,
+                                left_out=left_out, measurements=figures)
             why = (f"its runs ({', '.join(runs)}) keep no clock times" if runs else "no step events and no runs")
             self._uncertain(Doubt.STEP_NOT_MEASURED, f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: {why}.")
             return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours, "not measured: the plan's figure is kept",
-                            False, runs)
+                            False, runs, measurements=figures)
         actual = item.actual.hours
         down = self._interruption_hours(step.id)
         parts = [f"measured {actual:.2f} h ({item.actual.basis})"]
@@ -306,11 +552,13 @@ class _Estimator:
         if step.resource in self.gpus and allowance is not None:
             next_hours = (work - down) * (1.0 + allowance)
             if down:
-                parts.append(f"its {down:.2f} h of lost work and downtime replaced by the allowance of {allowance:.1%}")
+                parts.append(f"its {down:.2f} h of lost work and downtime replaced by the interruption allowance: "
+                             f"({work:.2f} h - {down:.2f} h) × {1 + allowance:.3f} = {next_hours:.2f} h")
             elif allowance:
-                parts.append(f"plus the interruption allowance of {allowance:.1%}")
+                parts.append(f"plus the interruption allowance of {allowance:.1%}: {work:.2f} h × {1 + allowance:.3f} = {next_hours:.2f} h")
         evidence = list(item.actual.evidence[:4])
-        return Estimate(EstimateKind.STEP, step.id, step.hours, actual, next_hours, "; ".join(parts), True, runs, evidence)
+        return Estimate(EstimateKind.STEP, step.id, step.hours, actual, next_hours, "; ".join(parts), True, runs, evidence,
+                        left_out=left_out, measurements=figures)
 
     def _step_runs(self, item: StepReport) -> list[Run]:
         return runs_matching(item.step.runs, self.campaign.runs) if item.step.runs else []
@@ -372,6 +620,35 @@ class _Estimator:
                                    "and long-input stretches taken out", evidence, variant=result.variant.id))
         return out
 
+    def run_measurements(self, run_ids: list[str]) -> list[Measurement]:
+        """What these runs measured themselves: their pace, checkpoint saves, transfers and restores,
+        evaluation passes (their evaluation runs' too) and reload tests; only what was timed."""
+        if not run_ids:
+            return []
+        ids = set(run_ids) | {e for r in run_ids for e in self.runs.evaluated_by.get(r, [])}
+        out: list[Measurement] = []
+        pace = self._pace(run_ids)
+        if pace is not None:
+            seconds, steps, evidence = pace
+            out.append(Measurement("seconds a step", "s/step", None, seconds / steps, steps,
+                                   f"{seconds:,.0f} s of training over {steps:,} steps of {', '.join(run_ids)} "
+                                   f"(evaluations, checkpoints and long-input stretches taken out): "
+                                   f"{seconds:,.0f} / {steps:,} = {figure(seconds / steps)} s a step", evidence[:10]))
+
+        def timed(quantity: str, items: list, what: str) -> None:
+            values = [i.seconds for i in items if i.seconds is not None and i.seconds > 0]
+            if values:
+                runs = sorted({i.run for i in items if i.run})
+                out.append(Measurement(quantity, "s", None, median(values), len(values),
+                                       f"median of {plural(len(values), what)} in {', '.join(runs)}",
+                                       sorted({i.evidence for i in items})[:10]))
+
+        for op, quantity in (("save", Quantity.SAVE), ("transfer", Quantity.TRANSFER), ("restore", Quantity.RESTORE)):
+            timed(quantity, [o for o in self.campaign.checkpoint_ops if o.op == op and o.run in ids], op)
+        timed(Quantity.EVALUATION, [e for e in self.campaign.evaluations if e.run in ids], "evaluation")
+        timed(Quantity.RELOAD_TEST, [t for t in self.campaign.reload_tests if t.new_process and t.run in ids], "test")
+        return out
+
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
         seconds, steps, evidence = 0.0, 0, []
         for run_id in run_ids:
@@ -392,21 +669,21 @@ class _Estimator:
         policy = self.plan.checkpoints
         if by_name[Quantity.SAVE].measured is None:
             self._uncertain(Doubt.NOT_MEASURED, Quantity.SAVE, "No checkpoint save was timed: the save cost, and with it the save "
-                            "interval (R12), is unknown.")
+                            "interval, is unknown.")
         if policy.goal == "resume_training" and by_name[Quantity.RESTORE].measured is None:
             self._uncertain(Doubt.NOT_MEASURED, Quantity.RESTORE, "No checkpoint restore was timed: how long a resume takes is unknown.")
         if (policy.location or self.checkpoints.by_run) and by_name[Quantity.TRANSFER].measured is None:
             self._uncertain(Doubt.NOT_MEASURED, Quantity.TRANSFER, "No checkpoint transfer was timed: how long copying checkpoints off "
                             "the machine takes is unknown.")
         if policy.reload_test and by_name[Quantity.RELOAD_TEST].count == 0:
-            self._uncertain(Doubt.NOT_MEASURED, Quantity.RELOAD_TEST, "No checkpoint was reloaded in a new process (R12): "
+            self._uncertain(Doubt.NOT_MEASURED, Quantity.RELOAD_TEST, "No checkpoint was reloaded in a new process: "
                             "whether resuming works is untested.")
         interval = self.checkpoints.interval
         if not interval.interruptions:
             seen = f" in {interval.observed_gpu_hours:.1f} GPU h of runs" if interval.observed_gpu_hours else ""
             assumed = (f"; the plan's assumption of {policy.mean_hours_between_interruptions:g} h is untested"
                        if policy.mean_hours_between_interruptions else
-                       "; the plan states no assumption, so no save interval is computed (R12)")
+                       "; the plan states no assumption, so no save interval is computed")
             self._uncertain(Doubt.NO_INTERRUPTION, Quantity.MTBI, f"No interruption was observed{seen}: the mean "
                             f"time between interruptions is unknown, and with it the interruption rate{assumed}.")
         if interval.incomputable is not None:
@@ -431,40 +708,33 @@ class _Estimator:
         trial = self.plan.model_copy(update={"schedule": self.plan.schedule.model_copy(update={"steps": steps})})
         return planned_hours(planned_timeline(trial)), left_out
 
-    def lots(self, hours: float) -> list[LotFit]:
-        """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first; else the order's own lot."""
-        ordered = self.plan.order.lots
-        first, count = ordered[0], len(ordered)
-        entries = [(c.label, c.price, c.currency, c.days) for c in self.plan.catalogue if (c.gpu, c.gpus) == (first.gpu, first.gpus)]
-        if not entries:
-            entries = [(first.label, first.price, first.currency, first.days)]
-        out = []
-        for label, price, currency, days in sorted(set(entries), key=lambda e: (e[1], e[3], e[0])):
-            window = days * 24.0
-            out.append(LotFit(label if count == 1 else f"{count} × {label}", round(price * count, 2),
-                              currency or self.plan.order.currency, count, window, hours <= window + 1e-9, window - hours))
-        return out
-
 
 def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
-                  checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult]) -> NextCampaign:
+                  checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult],
+                  stops: Ledger) -> NextCampaign:
     """The next campaign's figures from the sections they rest on: the schedule as measured, the runs'
-    statuses and times, the checkpoints and save interval, the variance's causes and the variants."""
-    estimator = _Estimator(plan, campaign, schedule, runs, checkpoints, variance, variants)
+    statuses and times, the checkpoints and save interval, the variance's causes, the variants and the
+    stop-rule ledger."""
+    advice = advise_variants(variants, stops.stops, divergences(campaign, runs.non_finite))
+    estimator = _Estimator(plan, campaign, schedule, runs, checkpoints, variance, variants, advice)
     allowance, allowance_basis = estimator.allowance()
     by_variant = {r.variant.id: estimator.variant(r, allowance) for r in variants}
     steps = [estimator.step(item, allowance, by_variant) for item in schedule.steps]
     measurements = estimator.measurements()
     estimator.quantity_uncertainties(measurements)
     hours, left_out = estimator.suggested(steps)
+    estimates = [*steps, *by_variant.values()]
+    # R16: an item the next campaign does not propose is no uncertainty of it.
+    gone = {e.item for e in estimates if not e.in_schedule}
+    gone |= {m.quantity for m in measurements if m.variant in estimator.left_out}
     return NextCampaign(
-        estimates=[*steps, *by_variant.values()],
+        estimates=estimates,
         measurements=measurements,
-        uncertainties=estimator.uncertainties,
+        uncertainties=[u for u in estimator.uncertainties if u.item not in gone],
         allowance=allowance,
         allowance_basis=allowance_basis,
         suggested_hours=hours,
         left_out=left_out,
-        lots=estimator.lots(hours),
+        advice=advice,
+        lot_advice=lot_advice(plan, hours),
     )
-

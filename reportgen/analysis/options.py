@@ -1,9 +1,14 @@
-"""Plan options when the schedule does not fit the rented window (R7, R8).
+"""Lots against a schedule (R7, R8): the plan options when this campaign's schedule does not fit
+its window, and the lot to order for the next campaign's suggested schedule.
 
 Compared by lot price, never by a derived hourly rate: the catalogue's longer lots, two lots
 side by side where independent variants exist (they neither shorten a run nor pool memory),
 and a reduced protocol that drops useful and exploratory items and keeps what answers the
 question. A multi-GPU lot (a B200 lot holds 2 GPUs) is one price.
+
+For the next campaign the lot already ordered is compared first: a user who knows that lot is
+told to order it again when the schedule fits it, and by how much it falls short when it does
+not; only then is the catalogue searched for the cheapest lot that holds the schedule.
 """
 
 from __future__ import annotations
@@ -11,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reportgen.analysis.schedule import ScheduleReport, planned_hours, planned_timeline
+from reportgen.analysis.schedule import (
+    ScheduleReport,
+    planned_hours,
+    planned_timeline,
+    window,
+)
 from reportgen.plan.schema import Lot, Plan
 
 # A longer lot of the catalogue, two lots side by side, or the plan reduced to what answers the question.
@@ -84,7 +94,7 @@ def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
             needed, hours))
     independent = _independent_variant_steps(plan)
     two_price = round(2 * sum(l.price for l in plan.order.lots[:1]), 2)
-    caveat = "two lots run independent variants side by side; they neither shorten a run nor pool memory (R8)"
+    caveat = "two lots run independent variants side by side; they neither shorten a run nor pool memory"
     if independent:
         hours = _two_lot_hours(plan, independent)
         extra = needed - schedule.planned_hours  # an actual overrun the plan did not foresee stays
@@ -109,3 +119,83 @@ def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
             f"{needed - saved:.1f} h left; the required items still answer the question", needed - saved, window,
             [s.id for s in optional]))
     return options
+
+
+@dataclass(frozen=True)
+class LotFit:
+    """One lot (or as many as were ordered) against a schedule's hours."""
+
+    label: str
+    price: float
+    currency: str
+    lots: int
+    hours: float  # the lot's window
+    fits: bool
+    unused_hours: float  # window - schedule; negative when the schedule does not fit
+    ordered: bool = False  # the lot this campaign ordered
+
+
+@dataclass(frozen=True)
+class LotAdvice:
+    """Which lot to order for a schedule: the one ordered when it fits, else the cheapest that does."""
+
+    schedule_hours: float
+    ordered: LotFit
+    lots: list[LotFit]  # the catalogue's lots of the ordered GPU, cheapest first (the ordered lot when none)
+    recommended: LotFit | None  # None: no lot is long enough
+    shortfall_hours: float | None  # how far the ordered lot falls short; None when it fits
+    message: str
+
+
+def _fits(hours: float, window_hours: float) -> bool:
+    return hours <= window_hours + 1e-9
+
+
+def _ordered_lot(plan: Plan, hours: float) -> LotFit:
+    """The lots this campaign ordered, as one: their prices added, their window from first start to last end."""
+    lots = plan.order.lots
+    labels = [lot.label for lot in lots]
+    label = labels[0] if len(labels) == 1 else (f"{len(labels)} × {labels[0]}" if len(set(labels)) == 1 else " + ".join(labels))
+    available = window(plan).hours
+    return LotFit(label, round(sum(lot.price for lot in lots), 2), lots[0].currency or plan.order.currency, len(lots),
+                  available, _fits(hours, available), available - hours, ordered=True)
+
+
+def _catalogue_lots(plan: Plan, hours: float, ordered: LotFit) -> list[LotFit]:
+    """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first; one with the ordered
+    lot's window and price is the ordered lot."""
+    first, count = plan.order.lots[0], len(plan.order.lots)
+    same = {(c.label, c.price, c.currency, c.days) for c in plan.catalogue if (c.gpu, c.gpus) == (first.gpu, first.gpus)}
+    out = []
+    for label, price, currency, days in sorted(same, key=lambda e: (e[1], e[3], e[0])):
+        available, total = days * 24.0, round(price * count, 2)
+        out.append(LotFit(label if count == 1 else f"{count} × {label}", total, currency or plan.order.currency, count,
+                          available, _fits(hours, available), available - hours,
+                          ordered=(available, total) == (ordered.hours, ordered.price)))
+    return out
+
+
+def lot_advice(plan: Plan, hours: float) -> LotAdvice:
+    """The lot for a schedule of `hours`: the ordered one first, then the cheapest catalogue lot that holds it."""
+    ordered = _ordered_lot(plan, hours)
+    lots = _catalogue_lots(plan, hours, ordered) or [ordered]
+    what = f"The suggested schedule takes {hours:.1f} h"
+    if ordered.fits:
+        cheaper = next((lot for lot in lots if lot.fits and lot.price < ordered.price), None)
+        also = (f" A cheaper lot also holds it: {cheaper.label} at {cheaper.price:.2f} {cheaper.currency}, with "
+                f"{cheaper.unused_hours:.1f} h spare." if cheaper else "")
+        return LotAdvice(hours, ordered, lots, ordered, None, (
+            f"{what}: it fits the {ordered.label} lot you ordered ({ordered.price:.2f} {ordered.currency}), with "
+            f"{ordered.unused_hours:.1f} h spare ({ordered.hours:g} h window - {hours:.1f} h). Order the same lot again; "
+            f"the spare hours are margin, not time to fill.{also}"))
+    shortfall = hours - ordered.hours
+    short = (f"{what}: the {ordered.label} lot you ordered falls {shortfall:.1f} h short "
+             f"({ordered.hours:g} h window - {hours:.1f} h = {-shortfall:.1f} h).")
+    cheapest = next((lot for lot in lots if lot.fits), None)
+    if cheapest is None:
+        return LotAdvice(hours, ordered, lots, None, shortfall, (
+            f"{short} No lot of the catalogue is long enough either: drop useful or exploratory items for a "
+            "reduced protocol that still answers the question."))
+    return LotAdvice(hours, ordered, lots, cheapest, shortfall, (
+        f"{short} The cheapest catalogue lot that holds it is {cheapest.label} at {cheapest.price:.2f} "
+        f"{cheapest.currency}, with {cheapest.unused_hours:.1f} h spare ({cheapest.hours:g} h window - {hours:.1f} h)."))
