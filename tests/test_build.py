@@ -62,7 +62,7 @@ def test_sample_runs_variants_and_verdict(report):
     assert runs["lora-r16-2"]["status"] == "completed" and runs["lora-r16-2"]["resumes"] == "lora-r16-1"
     assert runs["lora-r64-1"]["status"] == "stopped"
     variants = {v["id"]: v["verdict"] for v in report["variants"]}
-    assert variants == {"control": "failed", "lora-r16": "passed", "lora-r64": "stopped", "lora-r16-len2048": "dropped"}
+    assert variants == {"control": "baseline", "lora-r16": "passed", "lora-r64": "stopped", "lora-r16-len2048": "dropped"}
     assert report["campaign"]["verdict"] == "positive"
     stop = next(s for s in report["stops"] if s["rule"] == "S1-nonfinite")
     assert (stop["run"], stop["kind"], stop["step"]) == ("lora-r64-1", "non_finite", 2140)
@@ -400,11 +400,16 @@ def test_single_file_holds_every_page_and_evidence(single_file, sample_site):
     assert evidence_pages and all(f'id="p-evidence-{name}"' in html for name in evidence_pages)
 
 
-def test_the_site_is_the_same_with_or_without_the_single_file(single_file, sample_site):
+def test_the_site_is_the_same_with_or_without_the_single_file_but_for_the_link_to_it(single_file, sample_site):
     digest, plain = tree_digest(single_file.parent), tree_digest(sample_site)
     del digest["report.html"]
     del digest[".reportgen-site.json"], plain[".reportgen-site.json"]  # the lists of files it owns differ by one
-    assert digest == plain
+    assert digest.keys() == plain.keys()
+    changed = {path for path in plain if digest[path] != plain[path]}
+    assert changed == {path for path in plain if path.endswith(".html")}, "every page's header links to report.html"
+    link = re.compile(r'\s*<a class="one-file" href="(?:\.\./)?report\.html">One-file report</a>')
+    for path in changed:
+        assert link.sub("", (single_file.parent / path).read_text()) == (sample_site / path).read_text(), path
     owned = json.loads((single_file.parent / ".reportgen-site.json").read_text())["files"]
     assert "report.html" in owned and sorted(owned) == owned
 
