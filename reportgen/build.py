@@ -43,9 +43,13 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
     campaign = ingest(logs, exclude={plan_path}, progress=progress)
+    if progress:
+        progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
+    if progress:
+        progress("analysing", f"{len(campaign.runs):,} runs", 0, 1)
     with during("analysing the campaign"):
-        analysis = analyse(reference.plan, campaign, checks)
+        analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None)
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
@@ -65,6 +69,8 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     writer = SiteWriter(out)
     try:
         reference = built.frozen.plan if built.frozen else built.plan
+        if progress:
+            progress("drawing", f"charts of {len(built.analysis.campaign.runs):,} runs", 0, 1)
         with during("drawing the run charts"):
             figures = run_charts(built.analysis)
         with during("writing the next campaign's plan"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -16,20 +17,26 @@ EXAMPLE_PLAN = "example-plan.yaml"
 
 
 class Progress:
-    """One self-overwriting status line on a terminal; silent when piped or with --quiet."""
+    """One self-overwriting status line on a terminal ("[reading 12/30] runs/a/events.jsonl");
+    silent when piped or with --quiet."""
 
     def __init__(self, quiet: bool):
         self.enabled = not quiet and sys.stderr.isatty()
         self.count = 0
+        self.started = time.monotonic()
 
-    def __call__(self, item: str) -> None:
+    def __call__(self, phase: str, item: str, done: int, total: int) -> None:
         if self.enabled:
             self.count += 1
-            click.echo(f"\r\033[K[{self.count}] {item[-70:]}", nl=False, err=True)
+            click.echo(f"\r\033[K[{phase} {done:,}/{total:,}] {item[-60:]}", nl=False, err=True)
 
     def done(self) -> None:
         if self.enabled and self.count:
             click.echo("\r\033[K", nl=False, err=True)
+
+    def elapsed(self) -> str:
+        seconds = time.monotonic() - self.started
+        return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
@@ -59,28 +66,44 @@ def cli() -> None:
               help="Folder of templates that override the built-in ones by name (e.g. base.html).")
 @click.option("--single-file", is_flag=True,
               help="Also write report.html: the whole report in one self-contained file, for attaching.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when the report has warnings (plan and logs that do not match, damaged input...); "
+                   "the site is still written.")
 @quiet_option
-def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file: bool, quiet: bool) -> None:
+def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file: bool, strict: bool,
+          quiet: bool) -> None:
     """Ingest LOGS, reconcile with PLAN and write the static site.
+
+    Warnings (the plan and the logs do not match, damaged files, runs whose end no log tells...) are
+    printed at the end and listed at the top of the site's overview; with --strict they exit 1.
 
     \b
     Example:
       reportgen build sample_logs/ sample_logs/plan.yaml -o site/
       reportgen build logs/ plan.yaml -o site/ --single-file   # also site/report.html
+      reportgen build logs/ plan.yaml --strict                  # fail on any warning (CI)
     """
     from reportgen.build import build as run_build
 
     progress = Progress(quiet)
     built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file)
     progress.done()
+    report = built.report
+    warnings = report["warnings"]
     if not quiet:
-        report = built.report
+        for warning in warnings:
+            click.echo(f"warning: {warning['message']}", err=True)
         problems = len(report["problems"])
         click.echo(
             f"{out}/index.html: {report['campaign']['id']}, verdict {report['campaign']['verdict']}; "
             f"{len(report['inputs'])} files, {len(report['runs'])} runs"
             + (f", {problems} problem{'s' if problems != 1 else ''} (see inputs.html)" if problems else "")
+            + (f", {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else "")
+            + f"; built in {progress.elapsed()}"
         )
+    if strict and warnings:
+        raise ReportgenError(f"{out}/index.html: {len(warnings)} warning{'s' if len(warnings) != 1 else ''} "
+                             "and --strict: the site was written, the build fails")
 
 
 @cli.command()

@@ -140,6 +140,11 @@ class WarningCode(StrEnum):
     MISSING_DELIVERABLE = "missing_deliverable"  # planned, but no manifest lists it
     LEFT_ON_MACHINE = "left_on_machine"  # checkpoints not copied off before the lot ended (R12)
     NO_RESUMABLE_CHECKPOINT = "no_resumable_checkpoint"  # every checkpoint of a run lacks required state (R11)
+    NO_RUNS = "no_runs"  # LOGS holds no run at all
+    PLAN_MISMATCH = "plan_mismatch"  # runs were found, but none belongs to a variant of the plan
+    UNMATCHED_PATTERN = "unmatched_pattern"  # a variant's or schedule step's run pattern matches no run
+    UNCLAIMED_RUN = "unclaimed_run"  # a training run that no variant of the plan claims
+    FROZEN_LATE = "frozen_late"  # the plan was frozen after the rented window opened
 
 
 @total_ordering

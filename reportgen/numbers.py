@@ -9,12 +9,39 @@ HOURS_DECIMALS = 4
 
 
 def figure(value: float) -> str:
-    """12.3, 0.0648, 540, 1,138: enough digits to tell small measurements apart, no false precision."""
+    """12.3, 0.0648, 540, 1,138, 2e-4: enough digits to tell small measurements apart, no false
+    precision; below 0.001 (a learning rate) in scientific notation."""
     if not math.isfinite(value):
         return str(value)
     if abs(value) >= 100:
         return f"{value:,.0f}"
+    if 0 < abs(value) < 1e-3:
+        mantissa, exponent = f"{value:.2e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
     return f"{value:.3g}"
+
+
+def _decimals(text: str) -> int | None:
+    """Digits after the point of a plain decimal ("0.192" -> 3); None for exponent forms."""
+    if "e" in text or "inf" in text or "nan" in text:
+        return None
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def compared(value: float, threshold: float) -> tuple[str, str]:
+    """A value and the threshold it is compared with at one precision: "0.192" and "0.200", not "0.2";
+    each keeps up to four significant digits, and the shorter takes the longer's decimals."""
+    shown, limit = f"{value:.4g}", f"{threshold:.4g}"
+    places = [_decimals(shown), _decimals(limit)]
+    if None in places or not (math.isfinite(value) and math.isfinite(threshold)):
+        return shown, limit
+    digits = max(p for p in places if p is not None)
+    return f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+
+
+def money(amount: float, currency: str) -> str:
+    """"47.14 USD", "1,200.00 USD": money always to the cent, with its currency."""
+    return f"{amount:,.2f} {currency}"
 
 
 def median(values: list[float]) -> float | None:

@@ -36,6 +36,7 @@ from reportgen.boundary import open_file, read_file
 from reportgen.bounded import load_json
 from reportgen.ingest.torchfile import MAX_PICKLE_BYTES, UnreadablePickle, scan
 from reportgen.lfs import lfs_pointer
+from reportgen.numbers import plural
 
 MAX_HEADER = 100 << 20  # the safetensors format's own limit
 # Bits per element of every safetensors dtype.
@@ -112,7 +113,7 @@ def check_safetensors(path: Path) -> str:
     if position != data:
         raise Invalid(f"the tensors end at byte {position:,} of the data but the file holds {data:,}: "
                       + ("cut off" if data < position else "trailing bytes"))
-    return f"{len(spans)} tensors, offsets contiguous, {data:,} data bytes as the header says"
+    return f"{plural(len(spans), 'tensor')}, offsets contiguous, {data:,} data bytes as the header says"
 
 
 def _globals(data: bytes) -> list[str]:

@@ -127,7 +127,7 @@ def write_sample(root: Path) -> None:
     campaign.decision("after-pilot", "continue",
                       reason="Pilot loss falls steadily and a step takes about 11 s against the 10 s planned; keep control, r16 and r64.")
     campaign.decision("after-pilot", "drop_variant", variant="lora-r16-len2048",
-                      reason="Only 3% of articles exceed 1,024 tokens: the long-context variant cannot change the choice (R9).")
+                      reason="Only 3% of articles exceed 1,024 tokens: the long-context variant cannot change the choice.")
 
     campaign.step_start("resume-check")
     check = EventLog(root / "runs" / "resume-check-1" / "events.jsonl", run="resume-check-1", clock=clock)

@@ -51,9 +51,11 @@ def test_schedule_gantt_is_drawn_from_the_shipped_plotly_over_file_urls(tmp_path
     # 12 planned steps, 11 measured (the dropped exploratory step never ran).
     assert len(re.findall(r'<g class="point"', gantt)) == 12 + 11
     assert "end of rented window" in gantt
+    assert "time (UTC+09:00)" in gantt
     waterfall = chart_dom(dom, "waterfall")
-    # planned, ten causes, waiting between steps, unexplained, actual (the campaign's span)
-    assert len(re.findall(r'<g class="point"', waterfall)) == 14 and "52.53 h" in waterfall
+    # ten causes, waiting between steps, unexplained, actual (the campaign's span); the bars start at the planned 48 h
+    assert len(re.findall(r'<g class="point"', waterfall)) == 13
+    assert "52.5 h (+4.5 h)" in waterfall and "+0.7 min" in waterfall and "planned 48.0 h" in waterfall
 
 
 def test_single_file_report_draws_its_chart_without_any_other_file(tmp_path):
@@ -77,6 +79,8 @@ def test_run_page_draws_every_metric_chart_with_its_stop_markers(tmp_path):
     assert dom.count('class="main-svg"') >= 2 * len(charts), "plotly did not draw every chart"
     assert "S2-quality (evaluated)" in dom and "S1-nonfinite" in dom  # the stop markers' labels
     assert "all 214 points shown" in dom
+    assert "NaN @ 2140" in chart_dom(dom, "m2") and "+Inf @ 2140" in chart_dom(dom, "m1")  # loss, grad_norm
+    assert 'aria-label="eval_rougeL of lora-r64-1 by step"' in dom
 
 
 def test_checkpoints_page_draws_the_save_interval_chart(tmp_path):
@@ -93,6 +97,7 @@ def test_next_campaign_page_draws_planned_measured_and_next_hours(tmp_path):
     dom = rendered_dom(site / "next.html", tmp_path)
     chart = chart_dom(dom, "estimates")
     assert 'class="main-svg"' in chart, "plotly did not draw the estimates chart"
-    # planned, measured and next for each of the 12 steps (the dropped step's measured bar is empty)
-    assert len(re.findall(r'<g class="point"', chart)) == 3 * 12
+    # planned, measured and next for the 10 steps the next campaign keeps: train-r64 (its variant
+    # diverged) and explore-len2048 (dropped at a decision point) are left out of the chart
+    assert len(re.findall(r'<g class="point"', chart)) == 3 * 10
     assert "next estimate" in chart and "RTX 4090, 3 days" in dom

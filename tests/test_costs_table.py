@@ -25,7 +25,14 @@ def plan(sample_plan_data) -> Plan:
         {"label": "Egress", "amount": 0.37, "kind": "included"},
         {"label": "Reference summaries", "amount": 120.0, "kind": "external"},
     ]
+    # Predictions of lora-r16 on three corpora, as the plan's deliverables: only those count.
+    sample_plan_data["deliverables"] += [{"id": f"p{n}", "kind": "predictions", "variant": "lora-r16", "corpus": f"c{n}"}
+                                         for n in (1, 2, 3)]
     return Plan.model_validate(sample_plan_data)
+
+
+def unlisted(plan: Plan, listed: list[str]) -> list[str]:
+    return [d.id for d in plan.deliverables if d.id not in listed]
 
 
 def check(entry_id: str, kind: str, digest: str, line: int, **fields) -> DeliverableCheck:
@@ -70,7 +77,7 @@ def test_two_adapters_of_one_variant_with_other_bytes_are_two_deliverables_not_a
 
 
 def test_costs_keep_included_costs_to_the_cent_and_external_ones_apart(plan):
-    found = judge(plan, Campaign(root="logs"), [check("p1", "predictions", "a", 1, variant="lora-r16", corpus="jsum-v3")],
+    found = judge(plan, Campaign(root="logs"), [check("p1", "predictions", "a", 1, variant="lora-r16", corpus="c1")],
                   {}, passed_variants(plan), LOT_END)
     total = costs(plan, found)
     assert (total.rental, total.included) == (47.14, 12.87)  # 12.5 + 0.37: not rounded to whole units
@@ -95,7 +102,7 @@ def test_the_cost_per_output_is_rounded_to_the_cent_over_three_outputs_and_names
     total = costs(plan, judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END))
     # 47.14 / 3 = 15.7133 -> 15.71; (47.14 + 12.87) / 3 = 20.0033 -> 20.0.
     assert (total.passed_outputs, total.per_output, total.per_output_with_included) == (3, 15.71, 20.0)
-    assert total.missing == [d.id for d in plan.deliverables]  # the plan's deliverables the manifest does not list
+    assert total.missing == unlisted(plan, ["p1", "p2", "p3"])  # the plan's deliverables the manifest does not list
 
 
 @pytest.mark.parametrize(("listed", "why"), [
@@ -107,5 +114,59 @@ def test_each_reason_the_cost_per_output_is_undefined_keeps_every_other_figure(p
     total = costs(plan, judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END))
     assert (total.per_output, total.undefined_reason) == (None, why)
     assert (total.rental, total.included, [c.label for c in total.external]) == (47.14, 12.87, ["Reference summaries"])
-    assert total.missing == [d.id for d in plan.deliverables]
+    assert total.missing == unlisted(plan, [i for i, _ in listed])
     assert total.excluded == [(i, "of kind 'adapter': only complete corpora of predictions are outputs") for i, _ in listed]
+
+
+def test_an_output_the_plan_never_asked_for_is_not_counted_and_says_why(plan):
+    """Cost per passed output counts the plan's deliverables: a 300-item file on another corpus that
+    no deliverable names does not halve the cost. Counter-example: p1, which the plan names, counts."""
+    checks = [check("p1", "predictions", "a", 1, variant="lora-r16", corpus="c1"),
+              check("extra-dev", "predictions", "b", 2, variant="lora-r16", corpus="dev-300")]
+    found = judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END)
+    assert [(r.id, r.passed, r.planned) for r in found] == [("p1", True, True), ("extra-dev", True, False)]
+    total = costs(plan, found)
+    assert (total.passed_outputs, total.per_output, total.counted) == (1, 47.14, ["p1"])
+    assert total.excluded == [("extra-dev", "not a deliverable of the plan: only outputs the plan set out to deliver are counted")]
+
+
+def test_predictions_that_pass_but_none_the_plan_names_leave_the_cost_undefined_saying_so(plan):
+    found = judge(plan, Campaign(root="logs"), [check("extra", "predictions", "b", 2, variant="lora-r16")],
+                  {}, passed_variants(plan), LOT_END)
+    total = costs(plan, found)
+    assert (total.passed_outputs, total.per_output) == (0, None)
+    assert total.undefined_reason == "the predictions that passed are not deliverables the plan names (see the excluded outputs)"
+
+
+def test_a_planned_deliverable_on_another_corpus_than_the_plan_asks_is_rejected(plan):
+    found = judge(plan, Campaign(root="logs"), [check("p2", "predictions", "a", 1, variant="lora-r16", corpus="c3")],
+                  {}, passed_variants(plan), LOT_END)
+    assert found[0].reasons == ["covers corpus 'c3'; the plan asks for 'c2'"]
+    # Counter-example: a manifest entry that names no corpus is checked against the plan's ids instead.
+    unnamed = judge(plan, Campaign(root="logs"), [check("p2", "predictions", "a", 1, variant="lora-r16")],
+                    {}, passed_variants(plan), LOT_END)
+    assert unnamed[0].passed
+
+
+def test_the_plans_deliverable_is_the_original_when_an_unplanned_repeat_is_listed_first(plan):
+    checks = [check("timing-1", "predictions", "x", 1, variant="lora-r16", corpus="c1"),
+              check("p1", "predictions", "x", 2, variant="lora-r16", corpus="c1")]
+    found = {r.id: r for r in judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END)}
+    assert (found["p1"].duplicate_of, found["timing-1"].duplicate_of) == (None, "p1")
+    assert costs(plan, list(found.values())).counted == ["p1"]
+
+
+def test_the_controls_predictions_are_the_baseline_delivered_not_rejected_and_not_counted(plan):
+    """The control's final value is the baseline: its predictions pass their checks but, below the
+    threshold, are no passed output. Counter-example: a control at the passing level counts."""
+    def with_control(value: float) -> list[VariantResult]:
+        return [VariantResult(v, VariantVerdict.BASELINE if v.role == "control" else VariantVerdict.PASSED, "", [],
+                              value if v.role == "control" else 0.33) for v in plan.variants]
+
+    entry = [check("predictions-control", "predictions", "a", 1, variant="control")]
+    below = judge(plan, Campaign(root="logs"), entry, {}, with_control(0.301), LOT_END)
+    assert (below[0].passed, below[0].reasons, below[0].counts) == (True, [], False)
+    assert costs(plan, below).excluded == [("predictions-control", "the control's output, the baseline (0.301), below "
+                                                                   "the passing level eval_rougeL >= 0.32")]
+    at_level = judge(plan, Campaign(root="logs"), entry, {}, with_control(0.33), LOT_END)
+    assert at_level[0].counts and costs(plan, at_level).counted == ["predictions-control"]

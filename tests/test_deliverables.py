@@ -145,8 +145,12 @@ def test_sample_reproduces_r14_two_passed_corpora_at_23_57_and_repeats_count_onc
     repeats = [d for d in deliverables.values() if d["id"].startswith("predictions-lora-r16-timing-")]
     assert len(repeats) == 4 and all(d["passed"] and d["duplicate_of"] == "predictions-lora-r16" for d in repeats)
     rejected = {r["deliverable"]: r["reasons"] for r in costs["rejections"]}
-    assert set(rejected) == {"predictions-control", "adapter-lora-r64"}
-    assert any("did not meet eval_rougeL >= 0.32" in r for r in rejected["predictions-control"])
+    assert set(rejected) == {"adapter-lora-r64"}
+    # The control's predictions pass their checks: the baseline, delivered for comparison and not counted.
+    assert deliverables["predictions-control"]["passed"] and not deliverables["predictions-control"]["counts_as_output"]
+    excluded = {e["deliverable"]: e["reason"] for e in costs["excluded"]}
+    assert excluded["predictions-control"] == ("the control's output, the baseline (0.301), below the passing level "
+                                               "eval_rougeL >= 0.32")
     assert any("which was stopped" in r for r in rejected["adapter-lora-r64"])
     assert any("'main' is a branch or tag" in r for r in rejected["adapter-lora-r64"])
     assert deliverables["predictions-lora-r16"]["ids"]["missing"] == [] and deliverables["predictions-lora-r16"]["ids"]["expected"] == 2000
@@ -161,9 +165,12 @@ def test_when_nothing_passed_the_cost_is_undefined_with_the_confirmed_cost_and_e
     report = prepare(logs, logs / "plan.yaml").report
     costs = report["costs"]
     assert costs["cost_per_passed_output"] is None and costs["passed_outputs"] == 0
-    assert costs["confirmed_total"] == 47.14 and "no predictions deliverable passed" in costs["undefined_reason"]
-    assert [r["deliverable"] for r in costs["rejections"]] == ["predictions-control", "adapter-lora-r64"]
-    assert set(costs["missing_deliverables"]) == {"predictions-lora-r16", "adapter-lora-r16", "error-analysis", "stop-reasons"}
+    assert costs["confirmed_total"] == 47.14
+    assert costs["undefined_reason"] == ("only the control's predictions passed their checks, and they are the "
+                                         "baseline, below the passing level")
+    assert [r["deliverable"] for r in costs["rejections"]] == ["adapter-lora-r64"]
+    assert set(costs["missing_deliverables"]) == {"predictions-lora-r16", "predictions-lora-r16-jsum-v2-dev",
+                                                  "adapter-lora-r16", "error-analysis", "stop-reasons"}
 
 
 def test_the_seed_overrun_lists_the_7_day_lot_two_lots_with_the_caveat_and_a_reduced_protocol(sample_plan_data):

@@ -41,7 +41,7 @@ def test_the_report_json_reference_names_every_section_and_every_code():
 
     from reportgen.analysis.checkpoints import Place
     from reportgen.analysis.decisions import PointState
-    from reportgen.analysis.estimates import Doubt, EstimateKind, Quantity
+    from reportgen.analysis.estimates import Advice, Case, Doubt, EstimateKind, Quantity
     from reportgen.analysis.variance import CauseName
     from reportgen.analysis.verdicts import CampaignVerdict, VariantVerdict
     from reportgen.model import RunKind, Status, StoppedBy, WarningCode
@@ -56,7 +56,7 @@ def test_the_report_json_reference_names_every_section_and_every_code():
     assert documented <= set(report), f"documented sections the report lacks: {sorted(documented - set(report))}"
 
     vocabularies = [RunKind, Status, StoppedBy, WarningCode, CauseName, Place, PointState, EstimateKind, Quantity,
-                    Doubt, VariantVerdict, CampaignVerdict]
+                    Doubt, VariantVerdict, CampaignVerdict, Advice, Case]
     missing = [f"{v.__name__}.{m.name}" for v in vocabularies for m in v if f"`{m.value}`" not in doc]
     missing += [f"StopKind {k}" for k in get_args(StopKind) if f"`{k}`" not in doc]
     assert not missing

@@ -281,7 +281,7 @@ def test_build_with_a_plan_mapping_the_runs_writes_the_site(tmp_path, sample_pla
     assert by_id["hf-clean"]["variant"] == plan["variants"][0]["id"]
     assert by_id["pl-killed/version_0"]["status"] == "interrupted"
     control = next(v for v in report["variants"] if v["id"] == plan["variants"][0]["id"])
-    assert control["verdict"] == "passed" and math.isfinite(control["value"])
+    assert control["verdict"] == "baseline" and math.isfinite(control["value"])
     pages = {p.name for p in (tmp_path / "site").rglob("*.html")}
     assert {"index.html", "runs.html", "inputs.html"} <= pages
     # Every cited line opens, also in binary files: a TensorBoard record is shown as it was read.
@@ -387,10 +387,10 @@ def test_two_mlflow_runs_of_one_name_stay_apart(tmp_path):
     runs = runs_of(inspected)
     assert sorted(runs) == sorted(["ml-clean", f"ml-clean-{uuid[:8]}"])
     assert {r["status"] for r in runs.values()} == {"completed", "unknown"}  # the killed one is still RUNNING
-    assert not any("R10" in p["message"] for p in inspected["problems"])  # the same parameters: a repeat
+    assert not any("needs a new run name" in p["message"] for p in inspected["problems"])  # the same parameters: a repeat
     with sqlite3.connect(logs / "mlflow.db") as db:
         db.execute("update params set value = '0.01' where key = 'lr' and run_uuid = ?", (uuid,))
-    problems = [p for p in inspect_of(ingest(logs))["problems"] if "R10" in p["message"]]
+    problems = [p for p in inspect_of(ingest(logs))["problems"] if "needs a new run name" in p["message"]]
     assert len(problems) == 1 and problems[0]["path"] == "mlflow.db"
     assert f"used again by run {uuid} with different parameters" in problems[0]["message"]
 

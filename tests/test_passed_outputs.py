@@ -42,13 +42,19 @@ def logged_run(logs: Path, run: str, variant: str, rouge: float, end: str | None
 
 
 def report(logs: Path, files: dict[str, bytes], deliverables: list[dict]) -> dict:
+    """Build with the sample plan, its deliverables those the manifest lists (only those a plan names count)."""
     (logs / "corpus").mkdir(parents=True, exist_ok=True)
     (logs / "corpus" / "jsum-v3.ids").write_text("a\nb\n")
     for rel, data in files.items():
         (logs / rel).parent.mkdir(parents=True, exist_ok=True)
         (logs / rel).write_bytes(data)
     (logs / "outputs" / "manifest.yaml").write_text(yaml.safe_dump({"deliverables": deliverables}, sort_keys=False))
-    return prepare(logs, SAMPLE_PLAN).report
+    plan = yaml.safe_load(SAMPLE_PLAN.read_text(encoding="utf-8"))
+    plan["deliverables"] = [{key: d[key] for key in ("id", "kind", "variant", "corpus") if d.get(key) is not None}
+                            for d in deliverables]
+    plan_path = logs.parent / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return prepare(logs, plan_path).report
 
 
 def predictions(ident: str, path: str, run: str, corpus: str, variant: str = "lora-r16") -> dict:
@@ -109,7 +115,7 @@ def test_a_deliverable_of_an_interrupted_run_is_not_approved(tmp_path):
     assert found["preds-killed-run"]["passed"] is False
     assert found["preds-killed-run"]["reasons"] == [
         ("produced by run 'lora-r16-1', which was interrupted (the run ended with status 'failed'): "
-         "not an approved result (R10)")]
+         "not an approved result")]
     assert found["preds-completed-run"]["passed"] is True and found["preds-completed-run"]["reasons"] == []
     assert built["costs"]["passed_outputs"] == 1
     assert [r["deliverable"] for r in built["costs"]["rejections"]] == ["preds-killed-run"]
@@ -123,7 +129,7 @@ def test_a_deliverable_of_a_stopped_run_is_not_approved(tmp_path):
         predictions("preds-stopped-run", "outputs/stopped.jsonl", "lora-r16-1", "jsum-v3")])
     [rejected] = built["deliverables"]
     assert rejected["passed"] is False and rejected["reasons"] == [
-        "produced by run 'lora-r16-1', which was stopped (the run ended with status 'stopped'): not an approved result (R10)"]
+        "produced by run 'lora-r16-1', which was stopped (the run ended with status 'stopped'): not an approved result"]
     assert built["costs"]["passed_outputs"] == 0 and built["costs"]["cost_per_passed_output"] is None
 
 

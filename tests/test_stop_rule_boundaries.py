@@ -32,8 +32,8 @@ def stops_and_status(logs: Path) -> tuple[list[tuple[str, str]], str]:
 
 @pytest.mark.parametrize(("step", "value", "expected"), [
     # Under 0.20 from step 1,500 on: the first step checked counts, and so does any later one.
-    (1500, 0.19, [("S2-quality", "eval_rougeL 0.19 < 0.2 at step 1500 (checked from step 1500)")]),
-    (1600, 0.19, [("S2-quality", "eval_rougeL 0.19 < 0.2 at step 1600 (checked from step 1500)")]),
+    (1500, 0.19, [("S2-quality", "eval_rougeL 0.19 < 0.20 at step 1500 (checked from step 1500)")]),
+    (1600, 0.19, [("S2-quality", "eval_rougeL 0.19 < 0.20 at step 1600 (checked from step 1500)")]),
     # Counter-examples: exactly the threshold is not under it; a step before 1,500 is not checked.
     (1600, 0.20, []),
     (1490, 0.19, []),

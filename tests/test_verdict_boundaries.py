@@ -84,7 +84,7 @@ def early_stopped(logs: Path, message: str) -> dict:
     (logs / "outputs").mkdir()
     (logs / "outputs" / "preds.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n')
     (logs / "outputs" / "manifest.yaml").write_text(yaml.safe_dump({"deliverables": [
-        {"id": "preds", "kind": "predictions", "variant": "lora-r16", "corpus": "jsum-v3", "run": "lora-r16-2",
+        {"id": "predictions-lora-r16", "kind": "predictions", "variant": "lora-r16", "corpus": "jsum-v3", "run": "lora-r16-2",
          "path": "outputs/preds.jsonl"}]}))
     return prepare(logs, SAMPLE_PLAN).report
 

@@ -16,6 +16,7 @@ from reportgen.analysis.verdicts import (
     VariantVerdict,
     _drop_decision,
     _final_evaluation,
+    answer,
     assign_variants,
     campaign_verdict,
     variant_results,
@@ -27,6 +28,7 @@ from reportgen.model import (
     LoggedDecision,
     LoggedStop,
     Run,
+    RunKind,
     Status,
     StoppedBy,
 )
@@ -125,7 +127,7 @@ def test_an_evaluation_run_s_value_counts_for_the_variant_of_the_run_it_evaluate
     ended = {"lora-r16-2": RunStatus(Status.COMPLETED, "ended"), "eval-r16": RunStatus(Status.COMPLETED, "ended")}
     scored = [Evaluation("eval-r16", 0, first_day(12), Evidence("eval/predict_results.json"), {"eval_rougeL": 0.334})]
     assert judge(plan, runs, ended, scored)["lora-r16"] == (
-        VariantVerdict.PASSED, "final eval_rougeL 0.334 >= 0.32", 0.334)
+        VariantVerdict.PASSED, "final eval_rougeL 0.334 >= 0.320", 0.334)
     # Counter-example: the same value on an evaluation run of another variant's run does not count here.
     elsewhere = [Run("lora-r16-2"), Run("lora-r64-1"), Run("eval-r64", kind="evaluation", evaluates="lora-r64-1")]
     ended |= {"lora-r64-1": RunStatus(Status.COMPLETED, "ended"), "eval-r64": RunStatus(Status.COMPLETED, "ended")}
@@ -164,8 +166,8 @@ def test_a_lower_is_better_variant_is_judged_and_said_with_its_comparison(sample
     scores = [Evaluation("lora-r16-2", 100, first_day(11), Evidence("a.jsonl", 4), {"eval_loss": 1.42}),
               Evaluation("lora-r64-1", 100, first_day(11), Evidence("b.jsonl", 4), {"eval_loss": 1.61})]
     found = judge(plan, runs, ended, scores)
-    assert found["lora-r16"][:2] == (VariantVerdict.PASSED, "final eval_loss 1.42 <= 1.5")
-    assert found["lora-r64"][:2] == (VariantVerdict.FAILED, "final eval_loss 1.61 is not <= 1.5")
+    assert found["lora-r16"][:2] == (VariantVerdict.PASSED, "final eval_loss 1.42 <= 1.50")
+    assert found["lora-r64"][:2] == (VariantVerdict.FAILED, "final eval_loss 1.61 is not <= 1.50")
 
 
 def test_every_required_variant_left_undecided_is_named(sample_plan_data):
@@ -174,3 +176,90 @@ def test_every_required_variant_left_undecided_is_named(sample_plan_data):
     found = campaign_verdict(plan, results(plan, {"lora-r16": (VariantVerdict.NOT_EVALUATED, None),
                                                   "lora-r64": (VariantVerdict.STOPPED, None)}))
     assert found.conclusion.endswith("evaluated: lora-r16 (not evaluated), lora-r64 (stopped).")
+
+# -- The question answered in one sentence ---------------------------------------------------------
+# The best variant against the control on the quality metric (both values, the signed difference,
+# the threshold), and what to use or what was ruled out. The control is the baseline, never failed.
+
+B, P, F, S, D = (VariantVerdict.BASELINE, VariantVerdict.PASSED, VariantVerdict.FAILED, VariantVerdict.STOPPED,
+                 VariantVerdict.DROPPED)
+
+
+def test_a_positive_result_states_both_values_the_signed_difference_the_threshold_and_what_to_deliver(plan):
+    found = results(plan, {"control": (B, 0.301), "lora-r16": (P, 0.334), "lora-r64": (S, 0.192),
+                           "lora-r16-len2048": (D, None)})
+    verdict = campaign_verdict(plan, found, {"lora-r16": ["adapter-lora-r16", "predictions-lora-r16"]})
+    said = verdict.answer
+    assert said.sentence == (
+        "Yes — lora-r16 beats the control on eval_rougeL, 0.334 against 0.301 (+0.033), and meets the pass threshold "
+        "(eval_rougeL >= 0.32). Deliver from lora-r16: adapter-lora-r16, predictions-lora-r16.")
+    assert (said.best, said.best_value, said.control, said.control_value, said.difference) == (
+        "lora-r16", 0.334, "control", 0.301, 0.033)  # 0.033 exactly, not 0.03300000000000003
+    assert said.differences == {"lora-r16": 0.033, "lora-r64": -0.109}
+    assert said.ruled_out == ["lora-r64"]
+
+
+def test_the_best_of_two_passing_variants_is_the_one_compared_and_lower_is_better_is_judged_so(plan, sample_plan_data):
+    found = results(plan, {"control": (B, 0.301), "lora-r16": (P, 0.334), "lora-r64": (P, 0.351)})
+    assert answer(plan, found, CampaignVerdict.POSITIVE).best == "lora-r64"
+    sample_plan_data["quality"] = {"metric": "eval_loss", "direction": "lower", "threshold": 1.0, "unit": "nats"}
+    lower = Plan.model_validate(sample_plan_data)
+    found = results(lower, {"control": (B, 1.2), "lora-r16": (P, 0.9), "lora-r64": (P, 0.95)})
+    said = answer(lower, found, CampaignVerdict.POSITIVE)
+    assert said.best == "lora-r16" and said.difference == pytest.approx(-0.3)
+    assert "lora-r16 beats the control on eval_loss, 0.9 nats against 1.2 nats (-0.3 nats)" in said.sentence
+    assert "(eval_loss <= 1)" in said.sentence
+
+
+def test_a_passing_variant_that_does_not_beat_the_control_is_said_so(plan):
+    """Counter-example to "beats": the threshold met, the control higher still."""
+    found = results(plan, {"control": (B, 0.34), "lora-r16": (P, 0.334)})
+    said = answer(plan, found, CampaignVerdict.POSITIVE).sentence
+    assert said.startswith("Yes — lora-r16 does not beat the control on eval_rougeL, 0.334 against 0.34 (-0.006)")
+
+
+def test_a_negative_result_names_the_best_attempt_and_what_was_ruled_out(plan):
+    found = results(plan, {"control": (B, 0.301), "lora-r16": (F, 0.31), "lora-r64": (S, 0.25),
+                           "lora-r16-len2048": (D, None)})
+    verdict = campaign_verdict(plan, found)
+    assert verdict.verdict == CampaignVerdict.NEGATIVE
+    assert verdict.answer.sentence == (
+        "No — no variant meets the pass threshold (eval_rougeL >= 0.32); the best, lora-r16 beats the control on "
+        "eval_rougeL, 0.31 against 0.301 (+0.009). Ruled out at the settings tried: lora-r16, lora-r64.")
+    assert verdict.answer.use == []
+
+
+def test_without_a_control_value_the_answer_says_there_is_nothing_to_compare_with(plan):
+    found = results(plan, {"control": (VariantVerdict.NOT_RUN, None), "lora-r16": (P, 0.334)})
+    said = answer(plan, found, CampaignVerdict.POSITIVE)
+    assert (said.control, said.difference) == (None, None)
+    assert "lora-r16 reached 0.334 and the control has no final value to compare it with" in said.sentence
+    assert said.sentence.endswith("No deliverable of lora-r16 passed its checks.")
+
+
+def test_an_undecided_campaign_is_not_answered_yet(plan):
+    found = results(plan, {"control": (B, 0.301), "lora-r16": (VariantVerdict.NOT_EVALUATED, None),
+                           "lora-r64": (F, 0.28)})
+    verdict = campaign_verdict(plan, found)
+    assert verdict.verdict == CampaignVerdict.INCONCLUSIVE
+    assert verdict.answer.sentence.startswith("Not answered yet — no variant has met the pass threshold")
+    assert "so far lora-r64 does not beat the control" in verdict.answer.sentence
+
+
+def _control_run(plan: Plan, value: float) -> list[VariantResult]:
+    """The control's one completed run, evaluated at `value`."""
+    campaign = Campaign(root="logs")
+    campaign.runs["control-1"] = Run("control-1", kind=RunKind.TRAINING)
+    campaign.evaluations.append(Evaluation("control-1", 100, first_day(12), Evidence("runs/control-1/events.jsonl", 9),
+                                           {"eval_rougeL": value}))
+    statuses = {"control-1": RunStatus(Status.COMPLETED, "the run logged its end", [])}
+    return variant_results(plan, campaign, {"control-1": "control"}, statuses, Ledger([], [], []))
+
+
+def test_the_control_is_the_baseline_never_failed_and_says_when_it_meets_the_threshold_itself(plan):
+    below = _control_run(plan, 0.301)[0]
+    assert (below.verdict, below.reason) == (B, "final eval_rougeL 0.301: the baseline the variants are compared with")
+    above = _control_run(plan, 0.35)[0]
+    assert above.verdict == B
+    assert above.reason == ("final eval_rougeL 0.35, itself >= 0.32: the threshold does not separate the variants "
+                            "from the control")

@@ -44,7 +44,7 @@ def test_no_variant_passing_is_a_negative_result_not_a_failure(sample_plan_data,
     for run, value in (("control-1", 0.30), ("va-1", 0.31), ("vb-1", 0.29)):
         finished_run(event_log, run, value)
     by_variant, verdict = verdicts(plan, tmp_path)
-    assert by_variant == {"control": "failed", "va": "failed", "vb": "failed"}
+    assert by_variant == {"control": "baseline", "va": "failed", "vb": "failed"}
     assert verdict.verdict == "negative"
     assert "answers the question" in verdict.conclusion
 
@@ -104,7 +104,7 @@ def test_same_run_id_with_another_configuration_is_a_problem(sample_plan_data, t
     log.run_start(config={"lr": 1e-4})
     log.run_start(config={"lr": 3e-4})
     analysis = analyse(plan, ingest(tmp_path / "logs"))
-    assert any("different configuration" in p.message and "R10" in p.message for p in analysis.problems)
+    assert any("different configuration" in p.message and "needs a new run id" in p.message for p in analysis.problems)
 
 
 def test_logged_names_the_plan_does_not_have_are_reported(sample_plan_data, tmp_path, event_log):
@@ -154,6 +154,6 @@ def test_decision_points_are_taken_missed_or_pending(sample_plan_data, tmp_path,
 
 def test_plan_warnings_reach_the_report_with_their_line(tmp_path):
     report = prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
-    shared = next(w for w in report["plan_warnings"] if "(R5)" in w["message"])
+    shared = next(w for w in report["plan_warnings"] if "share gpu0" in w["message"])
     assert "control-preds, train-r16, train-r64 share gpu0" in shared["message"] and "26 h, not the 9 h" in shared["message"]
     assert SAMPLE_PLAN.read_text().splitlines()[shared["line"] - 1].strip() == "resource: gpu0"

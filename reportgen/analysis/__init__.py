@@ -12,7 +12,13 @@ from reportgen.analysis.checkpoints import (
     run_checkpoints,
 )
 from reportgen.analysis.decisions import PointStatus, decision_points
-from reportgen.analysis.deliverables import Costs, DeliverableResult, costs, judge
+from reportgen.analysis.deliverables import (
+    OUTPUT_KIND,
+    Costs,
+    DeliverableResult,
+    costs,
+    judge,
+)
 from reportgen.analysis.estimates import NextCampaign, next_campaign
 from reportgen.analysis.interval import save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
@@ -41,9 +47,14 @@ from reportgen.analysis.verdicts import (
     after_stops,
     assign_variants,
     campaign_verdict,
+    final_values,
     variant_results,
 )
-from reportgen.analysis.warnings import CampaignWarning, campaign_warnings
+from reportgen.analysis.warnings import (
+    CampaignWarning,
+    campaign_warnings,
+    plan_mismatches,
+)
 from reportgen.model import (
     Campaign,
     DeliverableCheck,
@@ -118,7 +129,7 @@ def unplanned_references(plan: Plan, campaign: Campaign) -> list[Problem]:
             problems.append(Problem.at(decision.evidence, f"decision about variant '{decision.variant}', which the plan does not have", WarningCode.NOT_IN_PLAN))
     for stop in campaign.stops:
         if stop.rule is not None and stop.rule not in rules:
-            problems.append(Problem.at(stop.evidence, f"stop by rule '{stop.rule}', which is not one of the plan's stop rules (R10: rules are written before the trials)", WarningCode.NOT_IN_PLAN))
+            problems.append(Problem.at(stop.evidence, f"stop by rule '{stop.rule}', which is not one of the plan's stop rules (rules are written before the trials)", WarningCode.NOT_IN_PLAN))
     return problems
 
 
@@ -130,8 +141,21 @@ def _dropped_steps(schedule: ScheduleReport, results: list[VariantResult]) -> Sc
     return replace(schedule, steps=steps)
 
 
-def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None) -> Analysis:
-    """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand."""
+def _passed_by_variant(results: list[DeliverableResult]) -> dict[str, list[str]]:
+    """The deliverables of each variant that passed their checks, repeats left out: what to use."""
+    passed: dict[str, list[DeliverableResult]] = {}
+    for result in results:
+        variant = result.check.entry.variant
+        if result.passed and result.planned and result.duplicate_of is None and variant is not None:
+            passed.setdefault(variant, []).append(result)
+    return {variant: [r.id for r in sorted(found, key=lambda r: r.check.entry.kind == OUTPUT_KIND)]
+            for variant, found in passed.items()}  # the adapter or model first, then its predictions
+
+
+def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,
+            frozen_at: datetime | None = None) -> Analysis:
+    """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand;
+    `frozen_at` is when the plan was frozen, if it was."""
     run_variants, problems = assign_variants(plan, campaign)
     problems += unplanned_references(plan, campaign)
     problems += config_problems(campaign, run_variants)
@@ -161,6 +185,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         non_finite=windows,
         gpu_time=gpu_time(plan, campaign, order, statuses, times),
         unlinked=unlinked(campaign),
+        finals=final_values(plan, campaign),
     )
     saves = [op for op in campaign.checkpoint_ops if op.op == "save" and op.seconds is not None]
     measured = [t.gpu_hours for t in times.values() if t.gpu_hours is not None]
@@ -191,11 +216,14 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         costs=spent,
         variance=variance,
         variants=results,
-        verdict=campaign_verdict(plan, results),
+        verdict=campaign_verdict(plan, results, _passed_by_variant(deliverables)),
         decision_points=decision_points(plan, campaign, schedule),
         options=plan_options(plan, schedule),
-        next=next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results),
+        next=next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger),
         plan_findings=findings,
         problems=problems,
-        warnings=campaign_warnings(campaign, problems, findings, runs, checkpoints, spent),
+        warnings=[*plan_mismatches(plan, campaign, run_variants,
+                                   {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED},
+                                   frozen_at, schedule.window.start),
+                  *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent)],
     )

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from reportgen.analysis.checkpoints import Location, Place, locate
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.verdicts import VariantResult, VariantVerdict, comparison
+from reportgen.analysis.verdicts import VariantResult, VariantVerdict, comparison, meets
 from reportgen.model import Campaign, DeliverableCheck, Status, same_path
 from reportgen.plan.schema import OtherCost, Plan
 
@@ -29,6 +29,7 @@ class DeliverableResult:
     duplicate_of: str | None = None
     planned: bool = False
     location: Location | None = None
+    below_passing: str | None = None  # the control's output: delivered for comparison, below the threshold
 
     @property
     def id(self) -> str:
@@ -41,8 +42,10 @@ class DeliverableResult:
 
     @property
     def counts(self) -> bool:
-        """A passed output in the R14 sense: passed, a complete corpus of predictions, not a repeat."""
-        return self.passed and self.check.entry.kind == OUTPUT_KIND and self.duplicate_of is None
+        """A passed output in the R14 sense: a deliverable the plan names, passed, a complete corpus of
+        predictions, not a repeat. Outputs the plan never asked for do not lower the cost per output."""
+        return (self.passed and self.planned and self.below_passing is None and self.check.entry.kind == OUTPUT_KIND
+                and self.duplicate_of is None)
 
 
 @dataclass(frozen=True)
@@ -69,29 +72,39 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
           variants: list[VariantResult], deadline: datetime) -> list[DeliverableResult]:
     """Each deliverable's verdict; `deadline` is the end of the last lot, for where its files are."""
     by_variant = {v.variant.id: v for v in variants}
-    planned = {d.id for d in plan.deliverables}
+    planned = {d.id: d for d in plan.deliverables}
     op = comparison(plan.quality.direction)
     results = []
     for check in checks:
         entry = check.entry
         reasons = list(check.reasons) + [r for f in check.files for r in f.reasons]
+        below = None
+        asked = planned.get(entry.id)
+        if asked is not None and asked.kind == OUTPUT_KIND and entry.corpus is not None:
+            corpus = asked.corpus or plan.corpus.id
+            if entry.corpus != corpus:
+                reasons.append(f"covers corpus '{entry.corpus}'; the plan asks for '{corpus}'")
         if entry.run is not None:
             status = statuses.get(entry.run)
             if status is None:
                 reasons.append(f"produced by run '{entry.run}', which is not in the logs")
             elif status.status == Status.INTERRUPTED or status.stopped_by_rule:
                 reasons.append(f"produced by run '{entry.run}', which was {status.status} ({status.reason}): "
-                               "not an approved result (R10)")
+                               "not an approved result")
         if entry.variant is not None:
             result = by_variant.get(entry.variant)
             if result is None:
                 reasons.append(f"names variant '{entry.variant}', which the plan does not have")
+            elif result.verdict == VariantVerdict.BASELINE:
+                if not meets(result.value, plan.quality.threshold, plan.quality.direction):
+                    below = (f"the control's output, the baseline ({result.value:.4g}), below the passing level "
+                             f"{plan.quality.metric} {op} {plan.quality.threshold:g}")
             elif result.verdict != VariantVerdict.PASSED:
                 value = f" ({result.value:.4g})" if isinstance(result.value, float) else ""
                 reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} "
                                f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
         results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned,
-                                         location=_location(check, campaign, deadline)))
+                                         location=_location(check, campaign, deadline), below_passing=below))
     _mark_duplicates(results, plan.corpus.id)
     return results
 
@@ -106,10 +119,11 @@ def _location(check: DeliverableCheck, campaign: Campaign, deadline: datetime) -
 
 def _mark_duplicates(results: list[DeliverableResult], plan_corpus: str) -> None:
     """Identical content, or the same kind, variant and corpus again, is one output (R14). Predictions
-    that name no corpus are of the plan's fixed corpus: verify checks them against its ids."""
+    that name no corpus are of the plan's fixed corpus: verify checks them against its ids. The
+    deliverables the plan names are the originals, whatever the manifest's order."""
     first_by_content: dict[str, str] = {}
     first_by_subject: dict[tuple, str] = {}
-    for result in results:
+    for result in sorted(results, key=lambda r: not r.planned):
         entry = result.check.entry
         digests = [f.sha256 for f in result.check.files if f.sha256]
         content = digests[0] if len(digests) == 1 and len(result.check.files) == 1 else None
@@ -130,7 +144,11 @@ def _not_counted(result: DeliverableResult) -> str:
     """Why a passed deliverable is not a passed output (R14)."""
     if result.duplicate_of is not None:
         return f"the same output as {result.duplicate_of} (identical content, or its kind, variant and corpus again)"
-    return f"of kind '{result.check.entry.kind}': only complete corpora of {OUTPUT_KIND} are outputs"
+    if result.below_passing is not None:
+        return result.below_passing
+    if result.check.entry.kind != OUTPUT_KIND:
+        return f"of kind '{result.check.entry.kind}': only complete corpora of {OUTPUT_KIND} are outputs"
+    return "not a deliverable of the plan: only outputs the plan set out to deliver are counted"
 
 
 def costs(plan: Plan, results: list[DeliverableResult]) -> Costs:
@@ -151,6 +169,10 @@ def costs(plan: Plan, results: list[DeliverableResult]) -> Costs:
         why = "no deliverables manifest lists what the campaign produced, so no output can pass its checks"
     elif not any(r.check.entry.kind == OUTPUT_KIND for r in results):
         why = "no predictions deliverable was listed, so no complete corpus was delivered"
-    else:
+    elif not (passed_predictions := [r for r in results if r.passed and r.check.entry.kind == OUTPUT_KIND]):
         why = "no predictions deliverable passed its checks (see the rejections)"
+    elif all(r.below_passing is not None for r in passed_predictions):
+        why = "only the control's predictions passed their checks, and they are the baseline, below the passing level"
+    else:
+        why = "the predictions that passed are not deliverables the plan names (see the excluded outputs)"
     return Costs(plan.order.currency, rental, included, 0, None, None, why, rejections, missing, **others)

@@ -41,6 +41,40 @@ class SaveInterval:
         """Young's interval, the guide's rule (R12); Daly's refinement is shown beside it."""
         return None if self.young_s is None else round(self.young_s / 60.0, 1)
 
+    def _cost(self, interval_s: float) -> float | None:
+        """Expected fraction of run time spent saving plus lost to interruptions at this interval."""
+        if self.save_cost_s is None or self.mtbi_hours is None or interval_s <= 0:
+            return None
+        return sum(overhead(interval_s, self.save_cost_s, self.mtbi_hours * 3600.0))
+
+    @property
+    def best_overhead(self) -> float | None:
+        """The time saving and lost work take at the recommended interval, as a fraction of run time."""
+        return None if self.young_s is None else self._cost(self.young_s)
+
+    @property
+    def planned_overhead(self) -> float | None:
+        """The same at the plan's interval."""
+        return None if self.young_s is None or not self.planned_minutes else self._cost(self.planned_minutes * 60.0)
+
+    @property
+    def advice(self) -> str | None:
+        """The interval in one plain sentence, with the figures behind it."""
+        best, planned, minutes = self.best_overhead, self.planned_overhead, self.recommended_minutes
+        if best is None or minutes is None or not math.isfinite(best):
+            return None
+        if planned is None or not math.isfinite(planned):
+            return (f"Save every {minutes:g} min: saving and the work an interruption loses then take "
+                    f"{best:.1%} of run time, the least any interval gives.")
+        plan = f"{self.planned_minutes:g}-minute"
+        if planned <= best * 1.01:
+            return (f"Your {plan} interval is already within 1% of the best ({minutes:g} min): saving and lost work "
+                    f"take {planned:.1%} of run time, against {best:.1%} at best. Keep it.")
+        how = "saves more often than it needs to" if self.planned_minutes * 60.0 < self.young_s else \
+            "saves too rarely: an interruption loses more work than saving would cost"
+        return (f"Your {plan} interval {how}; saving and lost work take {planned:.1%} of run time, against "
+                f"{best:.1%} when saving every {minutes:g} min.")
+
     @property
     def basis(self) -> str | None:
         if self.young_s is None or self.daly_s is None or self.save_cost_s is None or self.mtbi_hours is None:
@@ -78,7 +112,7 @@ def save_interval(save_seconds: list[float], save_evidence: list[Evidence], inte
     uncertainties = []
     if cost is None:
         uncertainties.append("The checkpoint save cost was never measured (no save with seconds was logged), "
-                             "so no save interval is computed (R12).")
+                             "so no save interval is computed.")
     if interruptions and gpu_hours:
         mtbi: float | None = gpu_hours / interruptions
         basis = f"observed: {interruptions} interruption{'s' if interruptions != 1 else ''} in {gpu_hours:.1f} GPU h of runs"

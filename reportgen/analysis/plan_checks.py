@@ -45,7 +45,7 @@ def check_plan(plan: Plan) -> list[Finding]:
                 "error",
                 ("schedule",),
                 f"the planned schedule takes {planned:g} h with steps on one GPU run one after another, "
-                f"{over:g} h over the {win.hours:g} h window (R8): {options}, or a reduced protocol that still "
+                f"{over:g} h over the {win.hours:g} h window: {options}, or a reduced protocol that still "
                 "answers the question",
             )
         )
@@ -53,19 +53,19 @@ def check_plan(plan: Plan) -> list[Finding]:
     for kind, words in END_TO_END_KINDS.items():
         if kind not in kinds and not (kind == "evaluation" and "validation" in kinds):
             findings.append(
-                Finding("warning", ("schedule", "steps"), f"no step of kind '{kind}': the schedule leaves out {words} (R4)")
+                Finding("warning", ("schedule", "steps"), f"no step of kind '{kind}': the schedule leaves out {words}")
             )
     if not any(v.role == "control" for v in plan.variants):
-        findings.append(Finding("warning", ("variants",), "no variant has role 'control'; a control isolates the cause (R9)"))
+        findings.append(Finding("warning", ("variants",), "no variant has role 'control'; a control isolates the cause"))
     for index, variant in enumerate(plan.variants):
         if variant.role == "control" and variant.category != "required":
             findings.append(
-                Finding("warning", ("variants", index, "category"), f"control '{variant.id}' is {variant.category}; controls are normally required (R2)")
+                Finding("warning", ("variants", index, "category"), f"control '{variant.id}' is {variant.category}; controls are normally required")
             )
     for index, step in enumerate(plan.schedule.steps):
         if step.kind in ("data_check", "resume_check") and step.category != "required":
             findings.append(
-                Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required (R2)")
+                Finding("warning", ("schedule", "steps", index, "category"), f"{step.kind.replace('_', ' ')} '{step.id}' is {step.category}; it is normally required")
             )
     findings += _shared_gpu_groups(plan)
     findings += _full_grid(plan)
@@ -73,7 +73,7 @@ def check_plan(plan: Plan) -> list[Finding]:
         if rule.kind == "below_threshold" and rule.after_step is None:
             findings.append(
                 Finding("warning", ("stop_rules", index, "after_step"),
-                        f"stop rule '{rule.id}' has no after_step: an early evaluation under the threshold stops the run (R10)")
+                        f"stop rule '{rule.id}' has no after_step: an early evaluation under the threshold stops the run")
             )
     for index, lot in enumerate(plan.order.lots):
         listed = [c for c in plan.catalogue if (c.gpu, c.gpus, c.days) == (lot.gpu, lot.gpus, lot.days)]
@@ -120,7 +120,7 @@ def _shared_gpu_groups(plan: Plan) -> list[Finding]:
             findings.append(Finding(
                 "warning", ("schedule", "steps", index[members[0]], "resource"),
                 f"{', '.join(members)} share {gpu} and nothing orders them: they run one after another "
-                f"({sum(hours):g} h, not the {max(hours):g} h of running them side by side) (R5)"))
+                f"({sum(hours):g} h, not the {max(hours):g} h of running them side by side)"))
     return findings
 
 
@@ -150,7 +150,7 @@ def _full_grid(plan: Plan) -> list[Finding]:
     return [Finding(
         "warning", ("variants",),
         f"{', '.join(v.id for v in variants)} are every combination of {axes}: a full grid run at once. "
-        "After the pilot, keep the variants whose result would change the choice, and a control that isolates a cause (R9)")]
+        "After the pilot, keep the variants whose result would change the choice, and a control that isolates a cause")]
 
 
 def summary(plan: Plan) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.schedule import hours_between
 from reportgen.analysis.status import RunStatus
 from reportgen.model import (
     Campaign,
+    Evaluation,
     Evidence,
     LogMessage,
     MessageKind,
@@ -195,7 +196,7 @@ def unlinked(campaign: Campaign) -> list[Unlinked]:
 class RunsReport:
     """The runs section: each run's variant, status, time, machine and continuations, in chain order."""
 
-    order: list[str]  # by name, each continuation right after the run it resumes
+    order: list[str]  # by start time, each continuation right after the run it resumes
     variants: dict[str, str | None]
     statuses: dict[str, RunStatus]
     times: dict[str, RunTime]
@@ -205,6 +206,7 @@ class RunsReport:
     non_finite: dict[str, list[NonFinite]]
     gpu_time: GpuTime
     unlinked: list[Unlinked]
+    finals: dict[str, Evaluation] = field(default_factory=dict)  # each training run's final quality value
 
 
 def continuations(campaign: Campaign) -> dict[str, list[str]]:
@@ -217,7 +219,8 @@ def continuations(campaign: Campaign) -> dict[str, list[str]]:
 
 
 def chain_order(campaign: Campaign, continued_by: dict[str, list[str]]) -> list[str]:
-    """Run ids in name order, each followed by the runs that resume it (R11: a continuation, not a new run)."""
+    """Run ids in the order they started (then by name; runs with no start time last), each followed by
+    the runs that resume it (R11: a continuation, not a new run)."""
     runs = campaign.runs
     ordered: list[str] = []
 
@@ -225,10 +228,14 @@ def chain_order(campaign: Campaign, continued_by: dict[str, list[str]]) -> list[
         if run_id in ordered:
             return
         ordered.append(run_id)
-        for child in sorted(continued_by.get(run_id, [])):
+        for child in sorted(continued_by.get(run_id, []), key=started):
             place(child)
 
-    for run_id in sorted(runs):
+    def started(run_id: str) -> tuple:
+        at = runs[run_id].started_at
+        return (at is None, at.timestamp() if at is not None else 0.0, run_id)
+
+    for run_id in sorted(runs, key=started):
         parent = runs[run_id].resumes
         if parent is None or parent not in runs or parent == run_id:
             place(run_id)

@@ -29,6 +29,7 @@ from reportgen.model import (
     metric_values,
     same_metric,
 )
+from reportgen.numbers import compared
 from reportgen.plan.schema import Plan, StopKind, StopRule
 
 # Metric names that count inputs cut to fit the context (R10 truncation), unless the rule names its own.
@@ -203,7 +204,8 @@ def _below_threshold(rule: StopRule, plan: Plan, rows: _RunRows | None) -> Firin
         step, at, where = rows.where(position)
         op = ">" if worse_is_higher else "<"
         after = f" (checked from step {rule.after_step})" if rule.after_step else ""
-        return Firing(step, at, f"{column} {values[position]:.4g} {op} {threshold:g}{_at_step(step)}{after}", [where])
+        shown, limit = compared(float(values[position]), threshold)
+        return Firing(step, at, f"{column} {shown} {op} {limit}{_at_step(step)}{after}", [where])
     return None
 
 

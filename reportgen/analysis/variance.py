@@ -66,7 +66,7 @@ class CauseName(StrEnum):
     WRITING_OUTPUTS = "writing outputs"
     LOST_WORK = "lost work"
     DOWNTIME = "downtime"
-    WAITING = "waiting"
+    WAITING = "idle within the step"  # no run of the step was logging
     LONG_INPUTS = "long inputs"
     THROUGHPUT = "throughput"
     STOPPED_EARLY = "stopped early"

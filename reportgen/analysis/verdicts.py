@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -20,6 +20,7 @@ from reportgen.model import (
     Status,
     WarningCode,
 )
+from reportgen.numbers import compared
 from reportgen.plan.schema import Plan, Variant
 
 DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}
@@ -32,6 +33,7 @@ class VariantVerdict(StrEnum):
     NOT_RUN = "not_run"
     NOT_EVALUATED = "not_evaluated"  # no run that reached its end carries a value of the metric
     DROPPED = "dropped"  # at a decision point (R3), not failed
+    BASELINE = "baseline"  # the control's final value: what the variants are compared with, not judged
 
 
 class CampaignVerdict(StrEnum):
@@ -51,9 +53,26 @@ class VariantResult:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """The question answered in one sentence: the best variant against the control on the quality
+    metric, and what to use (a positive result) or what was ruled out (a negative one)."""
+
+    sentence: str
+    best: str | None = None  # the variant with the best finite final value
+    best_value: float | None = None
+    control: str | None = None
+    control_value: float | None = None
+    difference: float | None = None  # best - control, in the metric's unit
+    use: list[str] = field(default_factory=list)  # deliverable ids of the best variant that passed
+    ruled_out: list[str] = field(default_factory=list)  # variants evaluated below the threshold
+    differences: dict[str, float] = field(default_factory=dict)  # each variant's final value - the control's
+
+
+@dataclass(frozen=True)
 class Verdict:
     verdict: CampaignVerdict
     conclusion: str
+    answer: Answer | None = None
 
 
 def assign_variants(plan: Plan, campaign: Campaign) -> tuple[dict[str, str | None], list[Problem]]:
@@ -120,6 +139,21 @@ def _final_evaluation(evaluations: list[Evaluation], metric: str) -> Evaluation 
     return max(with_metric, key=lambda e: (e.at is not None, e.at or datetime.min, e.step, e.evidence)) if with_metric else None
 
 
+def final_values(plan: Plan, campaign: Campaign) -> dict[str, Evaluation]:
+    """Each training run's final evaluation of the quality metric, its evaluation runs' included:
+    the value the runs table shows beside the run (the verdicts decide which runs count)."""
+    evaluated_by = campaign.evaluated_by()
+    out = {}
+    for run_id, run in campaign.runs.items():
+        if run.kind != RunKind.TRAINING:
+            continue
+        own = {run_id, *evaluated_by.get(run_id, [])}
+        final = _final_evaluation([e for e in campaign.evaluations if e.run in own], plan.quality.metric)
+        if final is not None:
+            out[run_id] = final
+    return out
+
+
 def _drop_decision(variant_id: str, decisions: list[LoggedDecision]) -> LoggedDecision | None:
     drops = [d for d in decisions if d.variant == variant_id and d.decision in DROP_DECISIONS]
     return min(drops, key=lambda d: d.at) if drops else None
@@ -164,15 +198,91 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
             evidence = evidence + [e for r in run_ids for e in statuses[r].evidence]
         elif not math.isfinite(value):
             verdict, reason = VariantVerdict.FAILED, f"final {quality.metric} is {value}"
+        elif variant.role == "control":
+            verdict = VariantVerdict.BASELINE
+            reason = (f"final {quality.metric} {value:.4g}, itself {op} {quality.threshold:g}: the threshold does not "
+                      "separate the variants from the control" if meets(value, quality.threshold, quality.direction)
+                      else f"final {quality.metric} {value:.4g}: the baseline the variants are compared with")
         elif meets(value, quality.threshold, quality.direction):
-            verdict, reason = VariantVerdict.PASSED, f"final {quality.metric} {value:.4g} {op} {quality.threshold:g}"
+            shown, limit = compared(value, quality.threshold)
+            verdict, reason = VariantVerdict.PASSED, f"final {quality.metric} {shown} {op} {limit}"
         else:
-            verdict, reason = VariantVerdict.FAILED, f"final {quality.metric} {value:.4g} is not {op} {quality.threshold:g}"
+            shown, limit = compared(value, quality.threshold)
+            verdict, reason = VariantVerdict.FAILED, f"final {quality.metric} {shown} is not {op} {limit}"
         results.append(VariantResult(variant, verdict, reason, run_ids, value, evidence))
     return results
 
 
-def campaign_verdict(plan: Plan, results: list[VariantResult]) -> Verdict:
+def _best(results: list[VariantResult], direction: str) -> VariantResult | None:
+    scored = [r for r in results if r.value is not None and math.isfinite(r.value)
+              and r.verdict not in (VariantVerdict.DROPPED, VariantVerdict.NOT_RUN)]
+    if not scored:
+        return None
+    sign = 1 if direction == "higher" else -1
+    return min(scored, key=lambda r: (-sign * r.value, r.variant.id))  # the best value; ties by name
+
+
+def _signed(value: float, unit: str | None) -> str:
+    return f"{value:+.4g}{(' ' + unit) if unit else ''}"
+
+
+def _valued(value: float, unit: str | None) -> str:
+    return f"{value:.4g}{(' ' + unit) if unit else ''}"
+
+
+def answer(plan: Plan, results: list[VariantResult], verdict: CampaignVerdict,
+           passed_deliverables: dict[str, list[str]] | None = None) -> Answer:
+    """One sentence for the top of the report: the best variant's final value against the control's,
+    the difference with its sign, the threshold, and what to use or what was ruled out."""
+    quality = plan.quality
+    unit = quality.unit
+    variants = [r for r in results if r.variant.role == "variant"]
+    control = next((r for r in results if r.variant.role == "control" and r.verdict == VariantVerdict.BASELINE), None)
+    passed = [r for r in variants if r.verdict == VariantVerdict.PASSED]
+    best = _best(passed, quality.direction) or _best(variants, quality.direction)
+    differences = {r.variant.id: float(f"{r.value - control.value:.12g}")  # 0.033, not 0.03300000000000003
+                   for r in variants if control is not None and control.value is not None
+                   and r.value is not None and math.isfinite(r.value)}
+    difference = differences.get(best.variant.id) if best is not None else None
+    ruled_out = [r.variant.id for r in variants if r.verdict in (VariantVerdict.FAILED, VariantVerdict.STOPPED)]
+    threshold = f"the pass threshold ({quality.metric} {comparison(quality.direction)} {quality.threshold:g})"
+    if best is None or best.value is None:
+        against = None
+    elif difference is None:
+        against = (f"{best.variant.id} reached {_valued(best.value, unit)} and the control has no final value "
+                   "to compare it with")
+    else:
+        better = difference > 0 if quality.direction == "higher" else difference < 0
+        relation = "beats" if better else ("equals" if difference == 0 else "does not beat")
+        against = (f"{best.variant.id} {relation} the control on {quality.metric}, {_valued(best.value, unit)} "
+                   f"against {_valued(control.value, unit)} ({_signed(difference, unit)})")
+    use = (passed_deliverables or {}).get(best.variant.id, []) if best is not None and passed else []
+    if verdict == CampaignVerdict.POSITIVE and best is not None:
+        sentence = f"Yes — {against}, and meets {threshold}."
+        sentence += (f" Deliver from {best.variant.id}: {', '.join(use)}." if use
+                     else f" No deliverable of {best.variant.id} passed its checks.")
+    elif verdict == CampaignVerdict.NEGATIVE:
+        sentence = f"No — no variant meets {threshold}"
+        sentence += f"; the best, {against}." if against else "."
+        if ruled_out:
+            sentence += f" Ruled out at the settings tried: {', '.join(ruled_out)}."
+    else:
+        sentence = f"Not answered yet — no variant has met {threshold}, and not every required variant has a result"
+        sentence += f"; so far {against}." if against else "."
+    return Answer(sentence, best.variant.id if best else None, best.value if best else None,
+                  control.variant.id if control else None, control.value if control else None,
+                  difference, list(use), ruled_out, differences)
+
+
+def campaign_verdict(plan: Plan, results: list[VariantResult],
+                     passed_deliverables: dict[str, list[str]] | None = None) -> Verdict:
+    """R1: a negative result (no variant meets the threshold) is a complete, valid conclusion.
+    `passed_deliverables` names, per variant, its deliverables that passed: what to use."""
+    verdict = _verdict(plan, results)
+    return replace(verdict, answer=answer(plan, results, verdict.verdict, passed_deliverables))
+
+
+def _verdict(plan: Plan, results: list[VariantResult]) -> Verdict:
     """R1: a negative result (no variant meets the threshold) is a complete, valid conclusion."""
     metric, threshold = plan.quality.metric, plan.quality.threshold
     op = comparison(plan.quality.direction)

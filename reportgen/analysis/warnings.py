@@ -4,12 +4,16 @@ Gathered from the sections that found them (nothing new is decided here): the pr
 reading and reconciling (a configuration changed under one run id, names the plan does not have...),
 what `reportgen check` says of the plan, files with damaged lines, runs whose end no source tells,
 captured logs tied to no run, planned deliverables never listed, checkpoints left on the rented
-machine (R12) and runs with no checkpoint to resume from (R11).
+machine (R12) and runs with no checkpoint to resume from (R11); and where the plan and the logs do
+not match: no run at all, no run of any variant, run patterns that match nothing, training runs
+no variant claims, a plan frozen after the rented window opened.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
@@ -17,7 +21,7 @@ from reportgen.analysis.plan_checks import Finding
 from reportgen.analysis.runs import RunsReport
 from reportgen.model import Campaign, Evidence, Problem, RunKind, Status, WarningCode
 from reportgen.numbers import plural
-from reportgen.plan.schema import format_key
+from reportgen.plan.schema import Plan, format_key
 
 MAX_EVIDENCE = 20
 
@@ -57,10 +61,68 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                           for i in left[:5])
         more = f" and {len(left) - 5} more" if len(left) > 5 else ""
         out.append(CampaignWarning(WarningCode.LEFT_ON_MACHINE, f"{plural(len(left), 'checkpoint')} not copied off the "
-                                   f"machine before the lot ended (R12): {where}{more}",
+                                   f"machine before the lot ended: {where}{more}",
                                    sorted({e for i in left for e in i.location.evidence})[:MAX_EVIDENCE]))
     for run_id in checkpoints.runs_without_resumable:
         out.append(CampaignWarning(WarningCode.NO_RESUMABLE_CHECKPOINT, f"run {run_id}: no checkpoint holds the state "
-                                   "the plan requires to resume (R11)",
+                                   "the plan requires to resume",
                                    sorted({e for i in checkpoints.of_run(run_id) for e in i.checkpoint.evidence})[:MAX_EVIDENCE]))
     return out
+
+
+def _matches(pattern: str, run_ids: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(run_id, pattern) for run_id in run_ids)
+
+
+def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None], dropped: set[str],
+                    frozen_at: datetime | None, window_start: datetime) -> list[CampaignWarning]:
+    """Where the plan and the logs do not describe the same campaign. Each is a doubt on every
+    figure after it: a verdict over no run of the plan's variants, or a schedule whose steps matched
+    nothing, must not read as an answer. Variants dropped at a decision point, and their steps,
+    are expected to have no run."""
+    out: list[CampaignWarning] = []
+    run_ids = sorted(campaign.runs)
+    training = [r for r in run_ids if campaign.runs[r].kind == RunKind.TRAINING]
+    if not run_ids:
+        inputs = f"{plural(len(campaign.inputs), 'file')} read" if campaign.inputs else "no file read"
+        out.append(CampaignWarning(WarningCode.NO_RUNS, f"no run was found in the logs ({inputs}): every figure "
+                                   "below is the plan's, nothing was measured"))
+    elif training and not any(run_variants.get(r) for r in training):
+        out.append(CampaignWarning(WarningCode.PLAN_MISMATCH, f"none of the {plural(len(training), 'training run')} "
+                                   "belongs to a variant of the plan: is this the plan of these logs?",
+                                   _first_evidence(campaign, training)))
+    if run_ids:
+        owners = [(f"variant {v.id}", v.runs) for v in plan.variants if v.id not in dropped]
+        owners += [(f"schedule step {s.id}", s.runs) for s in plan.schedule.steps if s.variant not in dropped]
+        out += [CampaignWarning(WarningCode.UNMATCHED_PATTERN, f"{owner}: its run pattern '{pattern}' matches no run "
+                                "in the logs")
+                for owner, patterns in owners for pattern in patterns if not _matches(pattern, run_ids)]
+    step_patterns = [p for step in plan.schedule.steps for p in step.runs]
+    unclaimed = [r for r in training if run_variants.get(r) is None
+                 and not any(fnmatch.fnmatchcase(r, p) for p in step_patterns)]
+    if unclaimed and any(run_variants.get(r) for r in training):  # none claimed at all is the mismatch above
+        more = f" and {len(unclaimed) - 10} more" if len(unclaimed) > 10 else ""
+        out.append(CampaignWarning(WarningCode.UNCLAIMED_RUN, f"{plural(len(unclaimed), 'run')} that neither a variant "
+                                   f"nor a schedule step of the plan claims: {', '.join(unclaimed[:10])}{more}; "
+                                   "their results count for no verdict",
+                                   _first_evidence(campaign, unclaimed)))
+    if frozen_at is not None and frozen_at > window_start:
+        out.append(CampaignWarning(WarningCode.FROZEN_LATE, f"the plan was frozen {_after(frozen_at - window_start)} "
+                                   f"after the rented window opened ({window_start.isoformat(sep=' ')}): edits made "
+                                   "before the freeze cannot be told from the plan as first written"))
+    return out
+
+
+def _after(delta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
+
+
+def _first_evidence(campaign: Campaign, run_ids: list[str]) -> list[Evidence]:
+    found = []
+    for run_id in run_ids[:MAX_EVIDENCE]:
+        run = campaign.runs[run_id]
+        where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
+        if where is not None:
+            found.append(where)
+    return found

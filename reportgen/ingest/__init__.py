@@ -41,7 +41,8 @@ from reportgen.plan.freeze import RECORD_DIR
 
 SNIFF_BYTES = 64 << 10
 
-Progress = Callable[[str], None]
+# What a long build reports as it goes: the phase, the item at hand, how many are done of how many.
+Progress = Callable[[str, str, int, int], None]
 
 
 MAX_DEPTH = 64  # folders below LOGS; a deeper tree is a damaged or hostile one
@@ -307,7 +308,7 @@ def _build_runs(campaign: Campaign) -> None:
                 new_id = config_id(event.config)
                 if run.config_id is not None and run.config_id != new_id:
                     message = (f"run '{run.id}' started again with a different configuration "
-                               f"({run.config_id} then {new_id}); a changed configuration needs a new run id (R10)")
+                               f"({run.config_id} then {new_id}); a changed configuration needs a new run id")
                     campaign.problems.append(Problem.at(event.evidence, message, WarningCode.CONFIG_CHANGED))
                 else:
                     run.config, run.config_id = event.config, new_id

@@ -84,7 +84,7 @@ def kind_of(rel: str, head: bytes) -> str | None:
     return recognise(READERS, rel, head)
 
 
-def read_all_formats(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str], None] | None) -> Scanned:
+def read_all_formats(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str, str, int, int], None] | None) -> Scanned:
     """Read every file found under LOGS (path -> (file, first bytes)); each file is read once."""
     scan = Scan(logs, found, READERS, progress)
     read_all(scan, READERS)

@@ -655,7 +655,7 @@ def _name(groups: list[list[str]], sources: dict[str, Source], campaign: Campaig
                 if first_params is not None and (source.params or {}) != first_params:
                     merged.problems.append(Problem.at(source.evidence, (
                         f"MLflow run name '{name}' is used again by run {source.uuid} with different parameters: "
-                        f"a changed configuration needs a new run name (R10); shown as '{run}'"), WarningCode.CONFIG_CHANGED))
+                        f"a changed configuration needs a new run name; shown as '{run}'"), WarningCode.CONFIG_CHANGED))
             while run in taken:  # a folder path that is also another run's name
                 run = f"{run} ({source.key})"
             taken.add(run)
@@ -1262,7 +1262,7 @@ def _continuations(campaign: Campaign) -> bool:
                 shown = ", ".join(differs[:4]) + (" …" if len(differs) > 4 else "")
                 run.identity.append(Decision("separate", claim.rule, (
                     f"{claim.text}, but its configuration differs from {claim.other}'s ({shown}): "
-                    "a new run, not a continuation (R10)"), claim.evidence, other=claim.other))
+                    "a new run, not a continuation"), claim.evidence, other=claim.other))
                 continue
             run.resumes, run.resumed_at_step = claim.other, claim.step
             run.identity.append(Decision("resumes", claim.rule, claim.text, claim.evidence, other=claim.other))

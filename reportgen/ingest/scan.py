@@ -126,7 +126,7 @@ class Scan:
     what the readers made of them. Each file is read once: a reader marks it done."""
 
     def __init__(self, logs: Path, found: dict[str, tuple[Path, bytes]], readers: tuple[Reader, ...],
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str, str, int, int], None] | None = None):
         self.logs, self.found, self.progress = logs, found, progress
         self.kinds = {rel: recognise(readers, rel, head) for rel, (_path, head) in found.items()}
         self.readings: list[Reading] = []
@@ -154,7 +154,7 @@ class Scan:
     def done(self, rel: str) -> None:
         self.claimed.add(rel)
         if self.progress:
-            self.progress(rel)
+            self.progress("reading", rel, len(self.claimed), len(self.found))
 
     def add(self, reading: Reading) -> None:
         self.readings.append(reading)

@@ -32,6 +32,17 @@ class Freeze:
     source_name: str
     plan: LoadedPlan
 
+    @property
+    def time(self) -> datetime | None:
+        """When the plan was frozen, if freeze.json says so in a form that reads as a time."""
+        if not self.frozen_at:
+            return None
+        try:
+            at = datetime.fromisoformat(self.frozen_at)
+        except ValueError:
+            return None
+        return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
 
 def _now_iso() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")

@@ -104,6 +104,7 @@ class Quality(Section):
     metric: str = Field(min_length=1, description="Metric deciding whether a variant passes, e.g. eval_accuracy.")
     direction: Literal["higher", "lower"] = Field("higher", description="Whether higher or lower values are better.")
     threshold: float = Field(allow_inf_nan=False, description="A variant passes when its final value meets this threshold.")
+    unit: str | None = Field(None, min_length=1, max_length=20, description="The metric's unit as the report should say it, e.g. '%' or 'points'.")
 
 
 class Variant(Section):
@@ -200,6 +201,11 @@ class Deliverable(Section):
     id: str = Field(pattern=ID_PATTERN)
     kind: DeliverableKind
     variant: str | None = None
+    corpus: str | None = Field(
+        None, min_length=1,
+        description="The corpus a predictions deliverable covers; default: the campaign's corpus. "
+                    "A plan may ask for predictions on further corpora.",
+    )
     category: Category = "required"
     description: str | None = None
 

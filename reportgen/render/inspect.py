@@ -6,7 +6,8 @@ readable tables built from that same dictionary.
 
 from __future__ import annotations
 
-from datetime import UTC
+from collections import Counter
+from datetime import UTC, timezone, tzinfo
 
 from reportgen.analysis import Survey
 from reportgen.model import MessageKind
@@ -17,13 +18,26 @@ from reportgen.render.report import (
     iso,
     machine_json,
     unlinked_json,
+    zone_name,
 )
 
 SCHEMA = "reportgen.inspect/1"
 
 
+def logs_zone(campaign) -> tzinfo:
+    """The time zone the logs themselves write most often (no plan names the campaign's here); UTC
+    when no time carries an offset of its own."""
+    offsets = Counter(at.utcoffset() for run in campaign.runs.values()
+                      for at in (run.started_at, run.ended_at, run.last_seen_at) if at is not None and at.tzinfo)
+    if not offsets:
+        return UTC
+    offset = min(offsets.items(), key=lambda item: (-item[1], item[0]))[0]  # the most common; ties: the smallest
+    return timezone(offset) if offset else UTC
+
+
 def build_inspect(found: Survey) -> dict:
     campaign, windows = found.campaign, found.non_finite
+    tz = logs_zone(campaign)
     metrics = campaign.metrics_by_run()
     runs = []
     for run_id, run in campaign.runs.items():
@@ -38,9 +52,9 @@ def build_inspect(found: Survey) -> dict:
             "sources": sorted(run.sources),
             "first_step": run.first_step,
             "last_step": run.last_step,
-            "started_at": iso(run.started_at, UTC),
-            "ended_at": iso(run.ended_at, UTC),
-            "last_seen_at": iso(run.last_seen_at, UTC) if run.ended_at is None else None,
+            "started_at": iso(run.started_at, tz),
+            "ended_at": iso(run.ended_at, tz),
+            "last_seen_at": iso(run.last_seen_at, tz) if run.ended_at is None else None,
             "machine": machine_json(found.machines[run_id]),
             "config_id": run.config_id,
             "resumes": run.resumes,
@@ -73,6 +87,7 @@ def build_inspect(found: Survey) -> dict:
     return {
         "schema": SCHEMA,
         "root": campaign.root,
+        "time_zone": zone_name(tz),
         "inputs": inputs_json(campaign),
         "runs": runs,
         "unlinked_sources": unlinked_json(found.unlinked),
@@ -93,6 +108,10 @@ def _text(value) -> str:
     return "-" if value is None else str(value)
 
 
+def _when(value: str | None) -> str:
+    return "-" if value is None else value.replace("T", " ")
+
+
 def render_text(data: dict) -> str:
     """The terminal form: formats, runs, non-finite values, checkpoints, problems."""
     out: list[str] = []
@@ -104,11 +123,12 @@ def render_text(data: dict) -> str:
     out.append("")
     training = [r for r in data["runs"] if r["kind"] == "training"]
     evaluations = [r for r in data["runs"] if r["kind"] == "evaluation"]
-    out.append(f"Runs ({len(training)} training" + (f", {len(evaluations)} evaluation" if evaluations else "") + ")")
+    out.append(f"Runs ({len(training)} training" + (f", {len(evaluations)} evaluation" if evaluations else "")
+               + f"; times in {data['time_zone']}, the zone the logs write)")
     out += _table(
         ["run", "kind", "status", "steps", "started", "ended", "formats", "metrics"],
-        [[r["id"], r["kind"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _text(r["started_at"]),
-          _text(r["ended_at"] or (r["last_seen_at"] and f"last seen {r['last_seen_at']}")),
+        [[r["id"], r["kind"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _when(r["started_at"]),
+          _when(r["ended_at"]) if r["ended_at"] else (f"last seen {_when(r['last_seen_at'])}" if r["last_seen_at"] else "-"),
           ",".join(r["formats"]), str(len(r["metrics"]))] for r in data["runs"]],
     )
     for run in data["runs"]:

@@ -46,13 +46,9 @@ def _next_steps(report: dict) -> list[str]:
     steps = []
     plan = report.get("next_campaign")
     if plan:
-        text = f"the measured schedule takes {plan['suggested_hours']:.1f} h (planned {plan['planned_hours']:.1f} h"
-        text += f", without {', '.join(plan['left_out'])})" if plan["left_out"] else ")"
-        lot = plan["lot"]
-        if lot:
-            text += f": {lot['label']} at {lot['price']:.2f} {lot['currency']} fits, {lot['unused_hours']:.1f} h unused"
-        else:
-            text += ": no catalogue lot is long enough; consider a reduced protocol (R8)"
+        text = plan.get("lot_advice") or f"the measured schedule takes {plan['suggested_hours']:.1f} h"
+        if plan["left_out"]:
+            text = text.rstrip(".") + f" (steps left out: {', '.join(plan['left_out'])})"
         steps.append(text)
     steps += [f"{v['id']} ({v['category']}): {v['verdict'].replace('_', ' ')}"
               for v in report["variants"] if v["verdict"] in ("not_run", "stopped")]
@@ -71,7 +67,8 @@ def order_note(report: dict) -> str:
     if costs["cost_per_passed_output"] is None:
         per_output = f"undefined ({costs['undefined_reason']})"
     else:
-        per_output = f"{costs['cost_per_passed_output']:.2f} {currency} over {costs['passed_outputs']} passed outputs"
+        per_output = (f"{costs['cost_per_passed_output']:.2f} {currency} over {costs['passed_outputs']} passed "
+                      f"output{'s' if costs['passed_outputs'] != 1 else ''} ({', '.join(costs['counted'])})")
     if schedule["actual_hours"] is None:
         window = f"{schedule['window_hours']:g} h window"
     elif schedule["overrun_hours"]:
@@ -83,7 +80,7 @@ def order_note(report: dict) -> str:
         f"# {campaign['id']}: order {refs}",
         "",
         f"- Question: {_clip(campaign['question'], 300)}",
-        f"- Verdict: {campaign['verdict']}. {_clip(campaign['conclusion'], 400)}",
+        f"- Verdict: {campaign['verdict']}. {_clip((campaign.get('answer') or {}).get('sentence') or campaign['conclusion'], 400)}",
         f"- Confirmed cost: {costs['confirmed_total']:.2f} {currency} ({lots})",
         f"- Cost per passed output: {per_output}",
         *_other_costs(costs),
@@ -92,6 +89,8 @@ def order_note(report: dict) -> str:
     runs = _runs_line(report)
     if runs:
         lines.append(runs)
+    if report["warnings"]:
+        lines.append(f"- Warnings: {len(report['warnings'])}, listed at the top of the report's overview.")
     if report["plan"]["modified_since_freeze"]:
         lines.append("- Plan: edited after it was frozen; reconciled against the frozen original.")
     if next_steps:

@@ -25,12 +25,14 @@ from reportgen.analysis.checkpoints import (
     Location,
 )
 from reportgen.analysis.deliverables import Costs, DeliverableResult
-from reportgen.analysis.estimates import LotFit
+from reportgen.analysis.estimates import Measurement
+from reportgen.analysis.options import LotFit
 from reportgen.analysis.runs import GpuTime, Machine, Unlinked
 from reportgen.analysis.schedule import ScheduleReport, StepReport
 from reportgen.analysis.stops import Stop
 from reportgen.analysis.variance import Cause, VarianceReport
-from reportgen.model import Campaign, Evidence
+from reportgen.analysis.verdicts import Answer
+from reportgen.model import Campaign, Evaluation, Evidence, WarningCode
 from reportgen.numbers import HOURS_DECIMALS
 from reportgen.plan.freeze import Freeze
 from reportgen.plan.load import LoadedPlan, format_key
@@ -43,6 +45,16 @@ SCHEMA = "reportgen.report/1"
 def iso(at: datetime | None, tz: tzinfo) -> str | None:
     """ISO 8601 with the campaign's time zone (the first lot's), so times read like the order."""
     return None if at is None else at.astimezone(tz).isoformat(timespec="seconds")
+
+
+def zone_name(tz: tzinfo) -> str:
+    """"UTC+09:00", "UTC": how the site, the note and inspect name the campaign's time zone."""
+    offset = datetime(2000, 1, 1, tzinfo=tz).utcoffset()
+    if not offset:
+        return "UTC"
+    minutes = int(offset.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def hours(value: float | None) -> float | None:
@@ -112,6 +124,33 @@ def unlinked_json(items: list[Unlinked]) -> list[dict]:
             for item in items]
 
 
+def _frozen_at(frozen: Freeze | None, tz: tzinfo) -> str | None:
+    """The freeze time in the campaign's time zone, as every time on the site; as recorded if unreadable."""
+    if frozen is None:
+        return None
+    at = frozen.time
+    return iso(at, tz) if at is not None else frozen.frozen_at
+
+
+def answer_json(answer: Answer | None, plan: Plan) -> dict | None:
+    if answer is None:
+        return None
+    return {
+        "sentence": answer.sentence,
+        "metric": plan.quality.metric,
+        "direction": plan.quality.direction,
+        "threshold": plan.quality.threshold,
+        "unit": plan.quality.unit,
+        "best": answer.best,
+        "best_value": answer.best_value,
+        "control": answer.control,
+        "control_value": answer.control_value,
+        "difference": answer.difference,
+        "use": answer.use,
+        "ruled_out": answer.ruled_out,
+    }
+
+
 def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None, generated_at: datetime | None) -> dict:
     """The report dictionary; the analysis was made against the frozen plan when there is one."""
     plan = analysis.plan
@@ -128,15 +167,18 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             "end_condition": plan.campaign.end_condition,
             "notes": plan.campaign.notes,
             "corpus": {"id": plan.corpus.id, "description": plan.corpus.description, "size": plan.corpus.size},
+            "time_zone": zone_name(tz),
             "verdict": analysis.verdict.verdict,
             "conclusion": analysis.verdict.conclusion,
+            "answer": answer_json(analysis.verdict.answer, plan),
         },
         "plan": {
             "path": current.path.name,
             "sha256": current.sha256,
             "original_sha256": frozen.sha256 if frozen else None,
             "modified_since_freeze": (frozen.sha256 != current.sha256) if frozen else None,
-            "frozen_at": frozen.frozen_at if frozen else None,
+            "frozen_at": _frozen_at(frozen, tz),
+            "frozen_after_window_opened": any(w.code == WarningCode.FROZEN_LATE for w in analysis.warnings),
             "reconciled_against": "frozen original" if frozen else "plan as given (not frozen)",
         },
         "plan_warnings": _plan_warnings(analysis, frozen.plan if frozen else current),
@@ -177,6 +219,8 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
                 "metric": plan.quality.metric,
                 "direction": plan.quality.direction,
                 "value": number(r.value),
+                "difference": (analysis.verdict.answer.differences.get(r.variant.id)
+                               if analysis.verdict.answer else None),
                 "threshold": plan.quality.threshold,
                 "runs": r.runs,
                 "evidence": evidence(r.evidence),
@@ -245,6 +289,7 @@ def _step_json(item: StepReport, variance: VarianceReport, tz: tzinfo, start: da
 def _schedule_json(schedule: ScheduleReport, variance: VarianceReport, tz: tzinfo) -> dict:
     total = variance.total
     return {
+        "time_zone": zone_name(tz),
         "window_start": iso(schedule.window.start, tz),
         "window_end": iso(schedule.window.end, tz),
         "window_hours": hours(schedule.window.hours),
@@ -333,6 +378,13 @@ def _stop_json(stop: Stop, variant: str | None, tz: tzinfo) -> dict:
     }
 
 
+def _final_json(final: Evaluation | None, metric: str, tz: tzinfo) -> dict | None:
+    if final is None:
+        return None
+    return {"metric": metric, "value": number(final.metrics[metric]), "step": final.step, "run": final.run,
+            "at": iso(final.at, tz), "evidence": evidence([final.evidence])}
+
+
 def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -> dict:
     run = analysis.campaign.runs[run_id]
     runs = analysis.runs
@@ -351,6 +403,7 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "started_at": iso(run.started_at, tz),
         "ended_at": iso(run.ended_at, tz),
         "last_seen_at": iso(run.last_seen_at, tz),
+        "final": _final_json(runs.finals.get(run_id), analysis.plan.quality.metric, tz),
         "wall_hours": hours(time.wall_hours),
         "gpus": time.gpus,
         "gpu_hours": hours(time.gpu_hours),
@@ -387,6 +440,10 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
 
 def _seconds(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
+
+
+def _fraction(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(value, 6)
 
 
 def _location(where: Location | None, tz: tzinfo) -> dict | None:
@@ -446,6 +503,9 @@ def _checkpoints_json(report: CheckpointsReport, order: list[str], tz: tzinfo) -
             "young_s": _seconds(interval.young_s),
             "daly_s": _seconds(interval.daly_s),
             "planned_minutes": interval.planned_minutes,
+            "advice": interval.advice,
+            "best_overhead": _fraction(interval.best_overhead),
+            "planned_overhead": _fraction(interval.planned_overhead),
             "uncertainties": interval.uncertainties,
             "evidence": evidence(interval.evidence[:20]),
         },
@@ -487,38 +547,61 @@ def _causes_json(causes: list[Cause]) -> list[dict]:
     return [{"cause": c.cause, "hours": hours(c.hours), "note": c.note, "evidence": evidence(c.evidence)} for c in causes]
 
 
+def _measurement_json(m: Measurement) -> dict:
+    return {"quantity": m.quantity, "variant": m.variant, "unit": m.unit, "planned": m.planned,
+            "measured": None if m.measured is None else round(m.measured, 4), "count": m.count, "basis": m.basis,
+            "evidence": evidence(m.evidence)}
+
+
 def _estimates_json(analysis: Analysis) -> list[dict]:
-    """estimates: planned, measured and a suggested next figure for every step and variant, with its basis."""
+    """estimates: planned, measured and a suggested next figure for every step and variant, with its basis
+    and the measurements its own runs made."""
     return [
         {"item": e.item, "kind": e.kind, "id": e.id, "planned_hours": hours(e.planned_hours),
          "measured_hours": hours(e.measured_hours), "next_hours": hours(e.next_hours), "basis": e.basis,
-         "measured": e.measured, "in_suggested_schedule": e.in_schedule, "runs": e.runs, "evidence": evidence(e.evidence)}
+         "measured": e.measured, "in_suggested_schedule": e.in_schedule, "left_out_reason": e.left_out,
+         "runs": e.runs, "evidence": evidence(e.evidence),
+         "measurements": [_measurement_json(m) for m in e.measurements]}
         for e in analysis.next.estimates
     ]
 
 
 def _lot_json(lot: LotFit) -> dict:
     return {"label": lot.label, "price": lot.price, "currency": lot.currency, "lots": lot.lots, "hours": hours(lot.hours),
-            "fits": lot.fits, "unused_hours": hours(lot.unused_hours)}
+            "fits": lot.fits, "unused_hours": hours(lot.unused_hours), "ordered": lot.ordered}
 
 
 def _next_campaign_json(analysis: Analysis) -> dict:
-    """The suggested schedule, the lot it fits, the measured quantities and the uncertainties by item."""
+    """The variants proposed again and why, the suggested schedule step by step, the lot to order (the
+    ordered one first), the measured quantities and the uncertainties by item."""
     plan = analysis.next
+    figures = {e.id: e for e in plan.estimates if e.kind == "step"}
+    advice = plan.lot_advice
     return {
         "suggested_hours": hours(plan.suggested_hours),
         "planned_hours": hours(analysis.schedule.planned_hours),
         "left_out": plan.left_out,
+        "variants": [
+            {"id": a.variant, "role": a.role, "category": a.category, "verdict": a.verdict, "case": a.case,
+             "advice": a.advice, "proposed": a.proposed, "reason": a.reason, "action": a.action,
+             "evidence": evidence(a.evidence)}
+            for a in plan.advice
+        ],
+        # One row per plan step: a step not proposed keeps no hours in the suggested schedule.
+        "steps": [
+            {"id": step.id, "variant": step.variant, "proposed": figures[step.id].in_schedule,
+             "next_hours": hours(figures[step.id].next_hours) if figures[step.id].in_schedule else None,
+             "left_out_reason": figures[step.id].left_out}
+            for step in analysis.plan.schedule.steps if step.id in figures
+        ],
         "interruption_allowance": None if plan.allowance is None else round(plan.allowance, 4),
         "interruption_allowance_basis": plan.allowance_basis,
+        "ordered_lot": _lot_json(advice.ordered),
+        "ordered_shortfall_hours": hours(advice.shortfall_hours),
         "lots": [_lot_json(lot) for lot in plan.lots],
         "lot": _lot_json(plan.lot) if plan.lot else None,
-        "measurements": [
-            {"quantity": m.quantity, "variant": m.variant, "unit": m.unit, "planned": m.planned,
-             "measured": None if m.measured is None else round(m.measured, 4), "count": m.count, "basis": m.basis,
-             "evidence": evidence(m.evidence)}
-            for m in plan.measurements
-        ],
+        "lot_advice": advice.message,
+        "measurements": [_measurement_json(m) for m in plan.measurements],
         "uncertainties": [{"item": u.item, "code": u.code, "message": u.message} for u in plan.uncertainties],
         "draft_plan": NEXT_PLAN,  # the plan as written with each step's hours at its next estimate
     }

@@ -6,17 +6,18 @@ import difflib
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from reportgen.errors import BuildError, during
 from reportgen.model import Excerpt, QuotedRecord
-from reportgen.numbers import figure
+from reportgen.numbers import figure, money
 from reportgen.render import charts as charts_module
 from reportgen.render.nextplan import FILE as NEXT_PLAN
 from reportgen.render.note import order_note
@@ -139,6 +140,11 @@ def templates_dir() -> Path:
         return Path(__file__).resolve().parents[2] / "templates"
 
 
+def breakable(text: str) -> Markup:
+    """A path a narrow screen may wrap after each separator (/ _ - .), never inside a name."""
+    return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[/_.-])", text) if part)
+
+
 def anchor(path: str | None) -> str:
     """A stable HTML id for an input file."""
     return "f-" + hashlib.sha1((path or "").encode()).hexdigest()[:12]
@@ -156,10 +162,12 @@ def _environment(custom: Path | None) -> jinja2.Environment:
     )
     env.filters["markdown"] = markdown_html
     env.filters["anchor"] = anchor
+    env.filters["breakable"] = breakable
     env.filters["hours"] = lambda v: "—" if v is None else f"{v:,.1f} h"
-    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if abs(v) < 1 else f"{v:,.2f} h")
+    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if abs(v) < 1 else f"{v:,.1f} h")
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
     env.filters["figure"] = figure
+    env.filters["money"] = lambda v, currency: "—" if v is None else money(v, currency)
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
     env.globals["search_path"] = search
     env.globals["run_page"] = run_page
@@ -213,7 +221,7 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
 
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
-               custom_templates: Path | None = None, progress: Callable[[str], None] | None = None,
+               custom_templates: Path | None = None, progress: Callable[[str, str, int, int], None] | None = None,
                single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None,
                next_plan: str | None = None) -> None:
     """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
@@ -221,14 +229,16 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     file for attaching."""
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
-    common = {"report": report, "nav": nav, "plan_source": plan_source}
+    # single_file: the one-file report's name, which every page's header links to, when it is built
+    common = {"report": report, "nav": nav, "plan_source": plan_source, "single_file": SINGLE_FILE if single_file else None}
     run_figures = run_figures or {}
     with during("writing the site"):
-        for page, template, extra in _pages(report, sources, False, run_figures):
+        pages = _pages(report, sources, False, run_figures)
+        for done, (page, template, extra) in enumerate(pages, 1):
             with during(f"writing {page.file}"):
                 writer.write(page.file, _render(env, template, page=page, **common, **extra))
             if progress:
-                progress(page.file)
+                progress("writing", page.file, done, len(pages))
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
@@ -242,21 +252,49 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
         with during(f"writing {SINGLE_FILE}"):
             writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
         if progress:
-            progress(SINGLE_FILE)
+            progress("writing", SINGLE_FILE, 1, 1)
+
+
+@dataclass
+class Section:
+    """A page of the site as a section of the one-file report."""
+
+    id: str
+    page: Page
+    html: Markup
+    folded: bool = False
+    parts: list[Section] = field(default_factory=list)
+
+
+# In the one-file report a run page follows the Runs page and an evidence page the Inputs page, and the
+# plan (a long file, read last if at all) ends the report, folded.
+SECTION_PARENT = {"run.html": "runs.html", "evidence.html": "inputs.html"}
+FOLDED_SECTION = "plan.html"
+
+
+def demote_headings(html: str) -> str:
+    """A page's headings one level down (h1 to h2, ..., h5 to h6; h6 stays), for the one-file report whose
+    only h1 is the campaign. Text is escaped when rendered, so every `<hN` left is a tag."""
+    return re.sub(r"<(/?)h([1-6])(?=[\s>])", lambda m: f"<{m[1]}h{min(int(m[2]) + 1, 6)}", html)
 
 
 def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[Excerpt]],
                  run_figures: dict[str, list[MetricChart]]) -> str:
-    sections = []
+    sections: dict[str, Section] = {}
     for page, template, extra in _pages(common["report"], sources, True, run_figures):
-        sections.append({"id": section_id(page.file), "page": page, "html": Markup(_render_block(env, template, "content", page=page, **common, **extra))})
+        html = demote_headings(_render_block(env, template, "content", page=page, **common, **extra))
+        section = Section(section_id(page.file), page, Markup(html), folded=page.file == FOLDED_SECTION)
+        if template in SECTION_PARENT:
+            sections[SECTION_PARENT[template]].parts.append(section)
+        else:
+            sections[page.file] = section
     assets = templates_dir() / "assets"
     return _render(
         env,
         "single.html",
         **common,
         page=Page(file="index.html", title="Report", single=True),
-        sections=sections,
+        sections=sorted(sections.values(), key=lambda section: section.folded),
         css=Markup((assets / "style.css").read_text(encoding="utf-8")),
         scripts=[Markup(charts_module.plotly_js()), Markup((assets / "site.js").read_text(encoding="utf-8"))],
     )
