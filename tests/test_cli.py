@@ -30,7 +30,7 @@ def test_build_prints_its_warnings_then_one_summary_line_and_nothing_with_quiet(
     assert loud.exit_code == 0
     lines = loud.output.strip().splitlines()
     assert lines[:-1] == [
-        "warning: plan warning at schedule.steps[5].resource: control-preds, train-r16, train-r64 share gpu0 and "
+        "warning: the plan, at schedule.steps[5].resource: control-preds, train-r16, train-r64 share gpu0 and "
         "nothing orders them: they run one after another (26 h, not the 9 h of running them side by side)",
         "warning: runs/lora-r16-1/events.jsonl: 1 of its lines or records could not be read (the rest of the file was)",
     ]

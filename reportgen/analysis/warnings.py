@@ -37,7 +37,7 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                       checkpoints: CheckpointsReport, costs: Costs) -> list[CampaignWarning]:
     out = [CampaignWarning(p.code or WarningCode.UNATTRIBUTED, p.message, [e] if (e := p.evidence) else [])
            for p in problems]
-    out += [CampaignWarning(WarningCode.PLAN_CHECK, f"plan {f.level} at {format_key(f.key)}: {f.message}")
+    out += [CampaignWarning(WarningCode.PLAN_CHECK, f"the plan, at {format_key(f.key)}: {f.message}")
             for f in findings]
     for info in campaign.inputs:
         damaged = info.skipped or len(info.problems) + info.problems_not_shown

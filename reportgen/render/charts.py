@@ -183,11 +183,11 @@ def interval_chart(interval: dict) -> dict | None:
     saving, lost = (list(part) for part in zip(*(percent(overhead(x, cost, mtbi)) for x in xs)))
     minutes = [round(x / 60.0, 3) for x in xs]
     traces = [
-        go.Scatter(x=minutes, y=[round(v, 4) for v in saving], name="saving (C / interval)", mode="lines",
+        go.Scatter(x=minutes, y=[round(v, 4) for v in saving], name="time spent saving", mode="lines",
                    line={"color": COLORS["planned"], "dash": "dot"}),
-        go.Scatter(x=minutes, y=[round(v, 4) for v in lost], name="work lost (interval / 2M)", mode="lines",
+        go.Scatter(x=minutes, y=[round(v, 4) for v in lost], name="work an interruption loses", mode="lines",
                    line={"color": COLORS["open"], "dash": "dot"}),
-        go.Scatter(x=minutes, y=[round(a + b, 4) for a, b in zip(saving, lost)], name="expected overhead", mode="lines",
+        go.Scatter(x=minutes, y=[round(a + b, 4) for a, b in zip(saving, lost)], name="the two together", mode="lines",
                    line={"color": COLORS["actual"], "width": 2.5}),
     ]
     fig = go.Figure(traces)
