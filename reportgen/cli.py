@@ -39,6 +39,23 @@ class Progress:
         return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
+def warning_lines(warnings: list[dict]) -> list[str]:
+    """One line per distinct warning, with where it was found ("runs/a/events.jsonl:142"); the same
+    message found in several places is said once, with its places counted."""
+    places: dict[str, list[str]] = {}
+    for warning in warnings:
+        cited = [f"{e['path']}:{e['line']}" if e.get("line") else e["path"] for e in warning["evidence"]]
+        places.setdefault(warning["message"], []).extend(cited)
+    lines = []
+    for message, cited in places.items():
+        where = ""
+        if cited:
+            shown = ", ".join(cited[:3]) + (f" and {len(cited) - 3} more" if len(cited) > 3 else "")
+            where = f" ({shown})"
+        lines.append(f"warning: {message}{where}")
+    return lines
+
+
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 logs_argument = click.argument("logs", type=click.Path(path_type=Path, readable=False))  # reportgen says what is wrong (exit 1)
 plan_argument = click.argument("plan", type=click.Path(path_type=Path, readable=False))
@@ -91,8 +108,8 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
     report = built.report
     warnings = report["warnings"]
     if not quiet:
-        for warning in warnings:
-            click.echo(f"warning: {warning['message']}", err=True)
+        for line in warning_lines(warnings):
+            click.echo(line, err=True)
         problems = len(report["problems"])
         click.echo(
             f"{out}/index.html: {report['campaign']['id']}, verdict {report['campaign']['verdict']}; "

@@ -145,6 +145,8 @@ class WarningCode(StrEnum):
     UNMATCHED_PATTERN = "unmatched_pattern"  # a variant's or schedule step's run pattern matches no run
     UNCLAIMED_RUN = "unclaimed_run"  # a training run that no variant of the plan claims
     FROZEN_LATE = "frozen_late"  # the plan was frozen after the rented window opened
+    METRIC_NOT_LOGGED = "metric_not_logged"  # no run logged the plan's quality metric
+    OUTSIDE_WINDOW = "outside_window"  # a training run started outside the rented window
 
 
 @total_ordering

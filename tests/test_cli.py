@@ -32,7 +32,8 @@ def test_build_prints_its_warnings_then_one_summary_line_and_nothing_with_quiet(
     assert lines[:-1] == [
         "warning: the plan, at schedule.steps[5].resource: control-preds, train-r16, train-r64 share gpu0 and "
         "nothing orders them: they run one after another (26 h, not the 9 h of running them side by side)",
-        "warning: runs/lora-r16-1/events.jsonl: 1 of its lines or records could not be read (the rest of the file was)",
+        "warning: runs/lora-r16-1/events.jsonl: 1 of its lines or records could not be read (the rest of the file was) "
+        "(runs/lora-r16-1/events.jsonl:142)",
     ]
     assert re.fullmatch(
         rf"{re.escape(str(tmp_path / 'a'))}/index.html: jsum-lora-2026-11, verdict positive; 30 files, 9 runs, "
@@ -82,3 +83,16 @@ def test_progress_counts_items_against_their_total_on_a_terminal(monkeypatch, ca
     err = capsys.readouterr().err
     assert "[reading 1/30] runs/a/events.jsonl" in err and "[writing 1/1,200] index.html" in err
     assert Progress(quiet=True).enabled is False
+
+
+def test_a_warning_found_in_several_places_is_printed_once_with_its_places():
+    from reportgen.cli import warning_lines
+
+    step = "step event for 'trian', which the plan's schedule does not have; not counted"
+    warnings = [{"message": step, "evidence": [{"path": "campaign.jsonl", "line": 3}]},
+                {"message": step, "evidence": [{"path": "campaign.jsonl", "line": 4}]},
+                {"message": "the plan, at variants: no control", "evidence": []}]
+    assert warning_lines(warnings) == [f"warning: {step} (campaign.jsonl:3, campaign.jsonl:4)",
+                                       "warning: the plan, at variants: no control"]
+    many = [{"message": "m", "evidence": [{"path": "a", "line": n}]} for n in range(1, 6)]
+    assert warning_lines(many) == ["warning: m (a:1, a:2, a:3 and 2 more)"]

@@ -251,7 +251,7 @@ def test_the_draft_plan_is_the_plan_as_written_with_next_hours(tmp_path):
     assert CliRunner().invoke(cli, ["check", str(draft)]).exit_code == 0
 
 
-def test_the_draft_plan_keeps_windows_line_endings_and_leaves_flow_style_hours(tmp_path, sample_plan_data):
+def test_the_draft_plan_keeps_windows_line_endings_and_edits_flow_style_hours_in_place(tmp_path, sample_plan_data):
     import yaml
 
     from reportgen.plan.load import load_plan
@@ -269,10 +269,15 @@ def test_the_draft_plan_keeps_windows_line_endings_and_leaves_flow_style_hours(t
     draft = next_plan(plan, analysis.plan.campaign.id, analysis.next)
     assert "\r\n" in draft and "\n" not in draft.replace("\r\n", "")
     assert "hours: 3.7  # next estimate" in draft and "; was: prep" in draft
-    assert "left as planned: data-check" in draft
+    estimate = next(e for e in analysis.next.estimates if e.id == "data-check")
+    flow = next(line for line in draft.split("\r\n") if "id: data-check" in line)
+    assert flow == (f"  - {{id: data-check, kind: data_check, resource: cpu, hours: {estimate.draft_hours:g}, "
+                    "depends_on: [prep-env]}  # hours: next estimate from jsum-lora-2026-11: planned 2 h, measured "
+                    "1.50 h (see next.html)")
+    assert "left as planned" not in draft
     out = tmp_path / "draft.yaml"
     out.write_text(draft, encoding="utf-8", newline="")
-    assert load_plan(out).plan.schedule.steps[1].hours == 2
+    assert load_plan(out).plan.schedule.steps[1].hours == estimate.draft_hours != 2
 
 
 def test_a_completed_variant_without_times_is_uncertain_for_the_right_reason(tmp_path, sample_plan_data, write_plan):

@@ -130,7 +130,7 @@ def test_logs_no_evidence_ties_to_one_run_are_listed_apart_never_runs(lightning)
 def test_inspect_shows_each_decision_with_its_rule(lightning):
     result = CliRunner().invoke(cli, ["inspect", str(LIGHTNING)])
     assert result.exit_code == 0
-    assert "Runs (5 training; times in UTC, the zone the logs write)" in result.output
+    assert "Runs (5 training; in the order they started, times in UTC, the zone the logs write)" in result.output
     assert f"resumes [restore-message]: its log says it restored {V(1)}/checkpoints/last.ckpt" in result.output
     assert "Sources that are not runs (2)" in result.output
     data = json.loads(CliRunner().invoke(cli, ["inspect", str(LIGHTNING), "--json"]).output)

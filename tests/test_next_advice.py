@@ -60,7 +60,7 @@ def test_an_optional_variant_that_diverged_is_left_out_with_its_value_step_and_t
     # The loss is cited before the gradient norm that went first: it is what the user watches.
     assert advice.reason == "lora-r64 diverged: loss NaN at step 2,140 of v-1, and S1-nonfinite stopped it."
     assert advice.action.startswith("Left out of the next plan: drop it, or rerun it with a change such as a lower "
-                                    "learning rate") and "the plan's own hypotheses decide" in advice.action
+                                    "learning rate") and "which change is yours to decide" in advice.action
     assert Evidence("runs/v-1/events.jsonl", 9) in advice.evidence and Evidence("runs/v-1/events.jsonl", 2140) in advice.evidence
 
 
@@ -329,3 +329,48 @@ def test_the_report_json_reference_lists_every_advice_and_case():
     assert {a.value for a in Advice} | {c.value for c in Case} <= rows
     for key in ("variants", "steps", "ordered_lot", "ordered_shortfall_hours", "lot_advice"):
         assert f"`{key}`" in section
+
+
+def test_with_no_variant_left_to_try_the_lot_advice_says_new_variants_come_first(sample_plan_data):
+    """Counter-example to "order the same lot again": when every variant is left out, a re-order would
+    only run the control again."""
+    plan = Plan.model_validate(sample_plan_data)
+    said = lot_advice(plan, 20.0, nothing_to_try=True).message
+    assert said.startswith("No variant is proposed again, so the question needs new variants before another lot "
+                           "is ordered; without them the suggested schedule (the control and the shared steps) takes 20.0 h")
+    assert lot_advice(plan, 20.0).message.startswith("The suggested schedule takes 20.0 h: it fits")
+
+
+def test_a_left_out_step_is_replaced_in_each_dependency_list_by_what_it_waited_for(sample_plan_data):
+    """evaluate waits for control-preds, train-r16 and train-r64; train-r64 (left out) waited for
+    resume-check, which control-preds already waits for: nothing is added. Counter-example: a step
+    whose only dependency is left out inherits that step's own dependencies instead of none."""
+    from reportgen.analysis.estimates import kept_dependencies
+
+    plan = Plan.model_validate(sample_plan_data)
+    assert kept_dependencies(plan, "evaluate", {"train-r64"}) == ["control-preds", "train-r16"]
+    assert kept_dependencies(plan, "evaluate", set()) == ["control-preds", "train-r16", "train-r64"]
+    assert kept_dependencies(plan, "write-outputs", {"evaluate"}) == ["control-preds", "train-r16", "train-r64"]
+    assert kept_dependencies(plan, "write-outputs", {"evaluate", "train-r64"}) == ["control-preds", "train-r16"]
+
+
+def test_the_draft_edits_hours_and_dependencies_written_in_a_flow_mapping(tmp_path, sample_plan_data):
+    """Steps written as {id: ..., hours: ..., depends_on: [...]} on one line are edited in place too,
+    so the draft passes `reportgen check` with the next estimates."""
+    text = SAMPLE_PLAN.read_text(encoding="utf-8")
+    flow = yaml.safe_load(text)
+    lines = ["    - " + yaml.safe_dump(step, default_flow_style=True, width=10_000).strip()
+             for step in flow["schedule"]["steps"]]
+    start = text.index("  steps:\n") + len("  steps:\n")
+    end = text.index("\ndecision_points:")
+    written = tmp_path / "plan.yaml"
+    written.write_text(text[:start] + "\n".join(lines) + "\n" + text[end + 1:], encoding="utf-8")
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(written), "-o", str(site), "-q"]).exit_code == 0
+    draft = (site / "next-plan.yaml").read_text(encoding="utf-8")
+    evaluate = next(line for line in draft.splitlines() if "id: evaluate" in line)
+    assert "depends_on: [control-preds, train-r16]" in evaluate and "# train-r64 left out by reportgen" in evaluate
+    assert "hours: next estimate from" in evaluate
+    assert "left as planned" not in draft
+    checked = CliRunner().invoke(cli, ["check", str(site / "next-plan.yaml")])
+    assert checked.exit_code == 0, checked.output

@@ -87,7 +87,7 @@ def test_the_time_zone_is_named_the_same_way_everywhere():
 def test_inspect_shows_times_in_the_zone_the_logs_write_and_names_it():
     result = CliRunner().invoke(cli, ["inspect", str(SAMPLE_LOGS)])
     assert result.exit_code == 0
-    assert "times in UTC+09:00, the zone the logs write" in result.output
+    assert "in the order they started, times in UTC+09:00, the zone the logs write" in result.output
     assert "2026-11-02 19:55:00+09:00" in result.output  # control-1's start, as the site shows it
     assert "+00:00" not in result.output and not re.search(r"\d{2}T\d{2}:", result.output)
 
@@ -119,3 +119,9 @@ def test_a_measured_figure_reads_with_three_significant_digits_and_small_ones_in
     from reportgen.numbers import figure
 
     assert figure(value) == said
+
+
+def test_inspect_of_an_empty_folder_says_no_run_was_found(tmp_path):
+    result = CliRunner().invoke(cli, ["inspect", str(tmp_path)])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[:3] == [f"0 files in {tmp_path}", "", "No run was found in these files."]

@@ -7,13 +7,22 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE_LOGS, WINDOW_START
+from conftest import LOT_END, SAMPLE_LOGS, WINDOW_START
 
+from reportgen.analysis.schedule import Window
 from reportgen.analysis.warnings import plan_mismatches
 from reportgen.cli import cli
-from reportgen.model import Campaign, Evidence, Run, RunKind, WarningCode
+from reportgen.model import (
+    METRIC_FRAME_COLUMNS,
+    Campaign,
+    Evidence,
+    Run,
+    RunKind,
+    WarningCode,
+)
 from reportgen.plan.schema import Plan
 
 
@@ -23,9 +32,12 @@ def plan(sample_plan_data) -> Plan:
 
 
 def campaign_of(*run_ids: str, kind: RunKind = RunKind.TRAINING) -> Campaign:
+    """Runs that started an hour into the rented window and logged the plan's quality metric."""
     campaign = Campaign(root="logs")
+    campaign.metrics = pd.DataFrame(columns=[*METRIC_FRAME_COLUMNS, "loss", "eval_rougeL"])
     for run_id in run_ids:
-        campaign.runs[run_id] = Run(run_id, kind=kind, start_evidence=Evidence(f"runs/{run_id}/events.jsonl", 1))
+        campaign.runs[run_id] = Run(run_id, kind=kind, start_evidence=Evidence(f"runs/{run_id}/events.jsonl", 1),
+                                    started_at=WINDOW_START + timedelta(hours=1))
     return campaign
 
 
@@ -39,7 +51,7 @@ def codes(warnings) -> list[str]:
 
 def found(plan: Plan, campaign: Campaign, variants: dict[str, str | None], dropped=frozenset({"lora-r16-len2048"}),
           frozen_at=None):
-    return plan_mismatches(plan, campaign, variants, set(dropped), frozen_at, WINDOW_START)
+    return plan_mismatches(plan, campaign, variants, set(dropped), frozen_at, Window(WINDOW_START, LOT_END))
 
 
 def test_logs_whose_every_run_matches_the_plan_give_no_warning(plan):
@@ -91,6 +103,30 @@ def test_a_plan_frozen_after_the_window_opened_is_warned_and_one_frozen_before_i
     assert codes(late) == [WarningCode.FROZEN_LATE]
     assert late[0].message.startswith("the plan was frozen 30.0 days after the rented window opened (2026-11-02 09:00:00+09:00)")
     assert found(plan, campaign_of(*MATCHED), variants, frozen_at=WINDOW_START - timedelta(days=1)) == []
+
+
+def test_a_quality_metric_no_run_logged_is_warned_with_the_metrics_the_logs_have(plan):
+    variants = {"control-1": "control", "lora-r16-1": "lora-r16", "lora-r64-1": "lora-r64"}
+    campaign = campaign_of(*MATCHED)
+    campaign.metrics = pd.DataFrame(columns=[*METRIC_FRAME_COLUMNS, "loss", "eval_accuracy"])
+    warnings = found(plan, campaign, variants)
+    assert codes(warnings) == [WarningCode.METRIC_NOT_LOGGED]
+    assert warnings[0].message == ("no run logged the plan's quality metric eval_rougeL, so no variant can be judged: "
+                                   "the logs have loss, eval_accuracy")
+
+
+def test_runs_that_started_outside_the_rented_window_are_warned(plan):
+    """Counter-example: the runs of campaign_of start an hour into the window (no warning above);
+    here one starts a day before it opened and one after it closed."""
+    variants = {"control-1": "control", "lora-r16-1": "lora-r16", "lora-r64-1": "lora-r64"}
+    campaign = campaign_of(*MATCHED)
+    campaign.runs["control-1"].started_at = WINDOW_START - timedelta(days=1)
+    campaign.runs["lora-r64-1"].started_at = LOT_END + timedelta(minutes=1)
+    campaign.runs["lora-r16-1"].started_at = LOT_END  # the window's last instant is still inside
+    warnings = found(plan, campaign, variants)
+    assert codes(warnings) == [WarningCode.OUTSIDE_WINDOW]
+    assert warnings[0].message.startswith("2 runs started outside the rented window (2026-11-02 09:00:00+09:00 to "
+                                          "2026-11-05 09:00:00+09:00): control-1, lora-r64-1;")
 
 
 def test_an_unrelated_plan_warns_at_the_end_of_build_and_strict_exits_1(tmp_path, write_plan, sample_plan_data):

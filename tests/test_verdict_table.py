@@ -208,7 +208,7 @@ def test_the_best_of_two_passing_variants_is_the_one_compared_and_lower_is_bette
     said = answer(lower, found, CampaignVerdict.POSITIVE)
     assert said.best == "lora-r16" and said.difference == pytest.approx(-0.3)
     assert "lora-r16 beats the control on eval_loss, 0.9 nats against 1.2 nats (-0.3 nats)" in said.sentence
-    assert "(eval_loss <= 1)" in said.sentence
+    assert "(eval_loss <= 1 nats)" in said.sentence
 
 
 def test_a_passing_variant_that_does_not_beat_the_control_is_said_so(plan):
@@ -224,7 +224,7 @@ def test_a_negative_result_names_the_best_attempt_and_what_was_ruled_out(plan):
     verdict = campaign_verdict(plan, found)
     assert verdict.verdict == CampaignVerdict.NEGATIVE
     assert verdict.answer.sentence == (
-        "No — no variant meets the pass threshold (eval_rougeL >= 0.32); the best, lora-r16 beats the control on "
+        "No — no variant meets the pass threshold (eval_rougeL >= 0.32); the best, lora-r16, beats the control on "
         "eval_rougeL, 0.31 against 0.301 (+0.009). Ruled out at the settings tried: lora-r16, lora-r64.")
     assert verdict.answer.use == []
 

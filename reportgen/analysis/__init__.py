@@ -224,6 +224,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants,
                                    {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED},
-                                   frozen_at, schedule.window.start),
+                                   frozen_at, schedule.window),
                   *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent)],
     )

@@ -187,7 +187,7 @@ _STOP_CASES: dict[StopKind, Case] = {
     "interrupted": Case.STOPPED_INTERRUPTED,
 }
 _DIVERGENCE_CHANGE = ("rerun it with a change such as a lower learning rate, under a new run id; "
-                      "the plan's own hypotheses decide which change")
+                      "which change is yours to decide from what the run showed")
 
 
 @dataclass(frozen=True)
@@ -374,7 +374,7 @@ def _plain_advice(case: Case, result: VariantResult, control: bool) -> tuple[Adv
     if case == Case.FAILED:
         return Advice.DROP, f"{name} failed: {result.reason}.", (
             "Left out: its answer is in, and running it again unchanged would repeat it. To try it again, add it "
-            "as a changed variant with a new id, as the plan's own hypotheses suggest.")
+            "as a changed variant with a new id, with the change written in its description.")
     if case == Case.NOT_EVALUATED:
         return Advice.KEEP, f"{name} has no result: {result.reason}.", (
             "Kept: it still needs a run that reaches its end with a value of the quality metric.")
@@ -703,10 +703,44 @@ class _Estimator:
             hours = figures[step.id].next_hours
             steps.append(step.model_copy(update={
                 "hours": step.hours if hours is None else hours,
-                "depends_on": [d for d in step.depends_on if d not in left_out],
+                "depends_on": kept_dependencies(self.plan, step.id, set(left_out)),
             }))
         trial = self.plan.model_copy(update={"schedule": self.plan.schedule.model_copy(update={"steps": steps})})
         return planned_hours(planned_timeline(trial)), left_out
+
+
+def kept_dependencies(plan: Plan, step_id: str, left_out: set[str]) -> list[str]:
+    """A step's dependencies once `left_out` steps are gone: each one left out is replaced by what it
+    depended on, so "evaluate after train-r64 after train-r16" stays "evaluate after train-r16"
+    instead of losing its order; a replacement another kept dependency already waits for is not
+    added. In the plan's order, each once."""
+    by_id = {s.id: s for s in plan.schedule.steps}
+
+    def ancestors(start: str) -> set[str]:
+        found: set[str] = set()
+        pending = list(by_id[start].depends_on) if start in by_id else []
+        while pending:
+            dep = pending.pop()
+            if dep not in found and dep in by_id:
+                found.add(dep)
+                pending += by_id[dep].depends_on
+        return found
+
+    own = set(by_id[step_id].depends_on)
+    kept: list[str] = []
+    pending = list(by_id[step_id].depends_on)
+    seen: set[str] = set()
+    while pending:
+        dep = pending.pop(0)
+        if dep in seen or dep not in by_id:
+            continue
+        seen.add(dep)
+        if dep in left_out:
+            pending[:0] = by_id[dep].depends_on
+        else:
+            kept.append(dep)
+    implied = {a for dep in kept for a in ancestors(dep)}
+    return [dep for dep in kept if dep in own or dep not in implied]
 
 
 def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
@@ -736,5 +770,6 @@ def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs
         suggested_hours=hours,
         left_out=left_out,
         advice=advice,
-        lot_advice=lot_advice(plan, hours),
+        lot_advice=lot_advice(plan, hours, nothing_to_try=not any(
+            a.proposed for a in advice if a.variant in {r.variant.id for r in variants if r.variant.role == "variant"})),
     )

@@ -175,11 +175,15 @@ def _catalogue_lots(plan: Plan, hours: float, ordered: LotFit) -> list[LotFit]:
     return out
 
 
-def lot_advice(plan: Plan, hours: float) -> LotAdvice:
-    """The lot for a schedule of `hours`: the ordered one first, then the cheapest catalogue lot that holds it."""
+def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdvice:
+    """The lot for a schedule of `hours`: the ordered one first, then the cheapest catalogue lot that holds it.
+    `nothing_to_try`: no variant is proposed again, so no lot should be ordered before new variants are written."""
     ordered = _ordered_lot(plan, hours)
     lots = _catalogue_lots(plan, hours, ordered) or [ordered]
     what = f"The suggested schedule takes {hours:.1f} h"
+    if nothing_to_try:
+        what = ("No variant is proposed again, so the question needs new variants before another lot is ordered; "
+                f"without them the suggested schedule (the control and the shared steps) takes {hours:.1f} h")
     if ordered.fits:
         cheaper = next((lot for lot in lots if lot.fits and lot.price < ordered.price), None)
         also = (f" A cheaper lot also holds it: {cheaper.label} at {cheaper.price:.2f} {cheaper.currency}, with "

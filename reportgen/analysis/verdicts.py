@@ -245,17 +245,19 @@ def answer(plan: Plan, results: list[VariantResult], verdict: CampaignVerdict,
                    and r.value is not None and math.isfinite(r.value)}
     difference = differences.get(best.variant.id) if best is not None else None
     ruled_out = [r.variant.id for r in variants if r.verdict in (VariantVerdict.FAILED, VariantVerdict.STOPPED)]
-    threshold = f"the pass threshold ({quality.metric} {comparison(quality.direction)} {quality.threshold:g})"
+    threshold = (f"the pass threshold ({quality.metric} {comparison(quality.direction)} "
+                 f"{_valued(quality.threshold, unit)})")
+    # What the best variant did, said after its name: "beats the control on eval_rougeL, 0.334 against ...".
     if best is None or best.value is None:
-        against = None
+        did = None
     elif difference is None:
-        against = (f"{best.variant.id} reached {_valued(best.value, unit)} and the control has no final value "
-                   "to compare it with")
+        did = f"reached {_valued(best.value, unit)} and the control has no final value to compare it with"
     else:
         better = difference > 0 if quality.direction == "higher" else difference < 0
         relation = "beats" if better else ("equals" if difference == 0 else "does not beat")
-        against = (f"{best.variant.id} {relation} the control on {quality.metric}, {_valued(best.value, unit)} "
-                   f"against {_valued(control.value, unit)} ({_signed(difference, unit)})")
+        did = (f"{relation} the control on {quality.metric}, {_valued(best.value, unit)} "
+               f"against {_valued(control.value, unit)} ({_signed(difference, unit)})")
+    against = f"{best.variant.id} {did}" if best is not None and did is not None else None
     use = (passed_deliverables or {}).get(best.variant.id, []) if best is not None and passed else []
     if verdict == CampaignVerdict.POSITIVE and best is not None:
         sentence = f"Yes — {against}, and meets {threshold}."
@@ -263,7 +265,7 @@ def answer(plan: Plan, results: list[VariantResult], verdict: CampaignVerdict,
                      else f" No deliverable of {best.variant.id} passed its checks.")
     elif verdict == CampaignVerdict.NEGATIVE:
         sentence = f"No — no variant meets {threshold}"
-        sentence += f"; the best, {against}." if against else "."
+        sentence += f"; the best, {best.variant.id}, {did}." if did else "."
         if ruled_out:
             sentence += f" Ruled out at the settings tried: {', '.join(ruled_out)}."
     else:

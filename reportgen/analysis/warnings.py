@@ -19,6 +19,7 @@ from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
 from reportgen.analysis.plan_checks import Finding
 from reportgen.analysis.runs import RunsReport
+from reportgen.analysis.schedule import Window
 from reportgen.model import Campaign, Evidence, Problem, RunKind, Status, WarningCode
 from reportgen.numbers import plural
 from reportgen.plan.schema import Plan, format_key
@@ -75,7 +76,7 @@ def _matches(pattern: str, run_ids: list[str]) -> bool:
 
 
 def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str | None], dropped: set[str],
-                    frozen_at: datetime | None, window_start: datetime) -> list[CampaignWarning]:
+                    frozen_at: datetime | None, window: Window) -> list[CampaignWarning]:
     """Where the plan and the logs do not describe the same campaign. Each is a doubt on every
     figure after it: a verdict over no run of the plan's variants, or a schedule whose steps matched
     nothing, must not read as an answer. Variants dropped at a decision point, and their steps,
@@ -106,9 +107,23 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
                                    f"nor a schedule step of the plan claims: {', '.join(unclaimed[:10])}{more}; "
                                    "their results count for no verdict",
                                    _first_evidence(campaign, unclaimed)))
-    if frozen_at is not None and frozen_at > window_start:
-        out.append(CampaignWarning(WarningCode.FROZEN_LATE, f"the plan was frozen {_after(frozen_at - window_start)} "
-                                   f"after the rented window opened ({window_start.isoformat(sep=' ')}): edits made "
+    if training and plan.quality.metric not in campaign.metric_names():
+        logged = campaign.metric_names()
+        have = (f"the logs have {', '.join(logged[:8])}{' and more' if len(logged) > 8 else ''}" if logged
+                else "the logs have no metric at all")
+        out.append(CampaignWarning(WarningCode.METRIC_NOT_LOGGED, f"no run logged the plan's quality metric "
+                                   f"{plan.quality.metric}, so no variant can be judged: {have}"))
+    outside = [r for r in training if (at := campaign.runs[r].started_at) is not None
+               and not window.start <= at <= window.end]
+    if outside:
+        more = f" and {len(outside) - 10} more" if len(outside) > 10 else ""
+        out.append(CampaignWarning(WarningCode.OUTSIDE_WINDOW, f"{plural(len(outside), 'run')} started outside the "
+                                   f"rented window ({window.start.isoformat(sep=' ')} to {window.end.isoformat(sep=' ')}): "
+                                   f"{', '.join(outside[:10])}{more}; their time is not the rental's, or the plan's "
+                                   "lots are not the ones these runs used", _first_evidence(campaign, outside)))
+    if frozen_at is not None and frozen_at > window.start:
+        out.append(CampaignWarning(WarningCode.FROZEN_LATE, f"the plan was frozen {_after(frozen_at - window.start)} "
+                                   f"after the rented window opened ({window.start.isoformat(sep=' ')}): edits made "
                                    "before the freeze cannot be told from the plan as first written"))
     return out
 

@@ -10,7 +10,9 @@ from collections import Counter
 from datetime import UTC, timezone, tzinfo
 
 from reportgen.analysis import Survey
+from reportgen.analysis.runs import chain_order, continuations
 from reportgen.model import MessageKind
+from reportgen.numbers import plural
 from reportgen.plan.schema import RESUME_PARTS
 from reportgen.render.report import (
     evidence,
@@ -40,7 +42,8 @@ def build_inspect(found: Survey) -> dict:
     tz = logs_zone(campaign)
     metrics = campaign.metrics_by_run()
     runs = []
-    for run_id, run in campaign.runs.items():
+    for run_id in chain_order(campaign, continuations(campaign)):  # as the site lists them
+        run = campaign.runs[run_id]
         status = found.statuses[run_id]
         runs.append({
             "id": run_id,
@@ -118,14 +121,17 @@ def render_text(data: dict) -> str:
     counts: dict[str, int] = {}
     for info in data["inputs"]:
         counts[info["format"] or "not recognised"] = counts.get(info["format"] or "not recognised", 0) + 1
-    out.append(f"{len(data['inputs'])} files in {data['root']}: "
-               + ", ".join(f"{n} {fmt}" for fmt, n in sorted(counts.items())))
+    kinds = ", ".join(f"{n} {fmt}" for fmt, n in sorted(counts.items()))
+    out.append(f"{plural(len(data['inputs']), 'file')} in {data['root']}" + (f": {kinds}" if kinds else ""))
     out.append("")
     training = [r for r in data["runs"] if r["kind"] == "training"]
     evaluations = [r for r in data["runs"] if r["kind"] == "evaluation"]
-    out.append(f"Runs ({len(training)} training" + (f", {len(evaluations)} evaluation" if evaluations else "")
-               + f"; times in {data['time_zone']}, the zone the logs write)")
-    out += _table(
+    if not data["runs"]:
+        out.append("No run was found in these files.")
+    else:
+        out.append(f"Runs ({len(training)} training" + (f", {len(evaluations)} evaluation" if evaluations else "")
+                   + f"; in the order they started, times in {data['time_zone']}, the zone the logs write)")
+    out += [] if not data["runs"] else _table(
         ["run", "kind", "status", "steps", "started", "ended", "formats", "metrics"],
         [[r["id"], r["kind"], r["status"], f"{_text(r['first_step'])}–{_text(r['last_step'])}", _when(r["started_at"]),
           _when(r["ended_at"]) if r["ended_at"] else (f"last seen {_when(r['last_seen_at'])}" if r["last_seen_at"] else "-"),

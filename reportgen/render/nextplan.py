@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from reportgen.analysis.estimates import EstimateKind, NextCampaign
+from reportgen.analysis.estimates import EstimateKind, NextCampaign, kept_dependencies
 from reportgen.numbers import figure
 from reportgen.plan.load import LoadedPlan
 from reportgen.plan.schema import KeyPath
@@ -35,6 +35,16 @@ _RATE = _scalar("steps_per_second")
 def _flow_list(key: str) -> re.Pattern[str]:
     """A key's list written in flow style on its line, e.g. "      depends_on: [a, b]  # comment"."""
     return re.compile(rf"^(?P<head>\s*(?:-\s+)?{key}:[ \t]*)\[(?P<items>[^\]\[#]*)\](?P<tail>[ \t]*(?:#.*)?)$")
+
+
+def _in_flow_map(key: str, value: str) -> re.Pattern[str]:
+    """A key inside a flow mapping on one line, e.g. "    - {id: pilot, hours: 1.5, depends_on: [a]}"."""
+    return re.compile(rf"(?P<pre>[{{,][ \t]*{key}:[ \t]*)(?P<value>{value})(?=[ \t]*[,}}])")
+
+
+def _with_note(body: str, note: str) -> str:
+    """The line with a comment added at its end (after any it has)."""
+    return f"{body}  # {note}" if "#" not in body else f"{body}; {note}"
 
 
 def _indent(text: str) -> int:
@@ -67,9 +77,20 @@ class _Draft:
         body, end = self._body(number)
         match = pattern.match(body)
         if match is None:
-            return False
+            return self._rewrite_in_flow_map(number, path[-1], value, note)
         old = match["tail"].strip().lstrip("#").strip()
         self.lines[number - 1] = f"{match['head']}{value or match['value']}  # {note}{f'; was: {old}' if old else ''}{end}"
+        return True
+
+    def _rewrite_in_flow_map(self, number: int, key: object, value: str | None, note: str) -> bool:
+        """The same for a number inside a flow mapping ("{id: pilot, hours: 1.5}"): set in place, noted at the line's end."""
+        body, end = self._body(number)
+        found = list(_in_flow_map(str(key), r"[0-9][0-9_.eE+-]*").finditer(body))
+        if len(found) != 1:
+            return False
+        match = found[0]
+        edited = f"{body[:match.start('value')]}{value or match['value']}{body[match.end('value'):]}"
+        self.lines[number - 1] = _with_note(edited, f"{key}: {note}") + end
         return True
 
     def comment_out(self, path: KeyPath, why: str) -> None:
@@ -93,11 +114,12 @@ class _Draft:
             note = f"  # {why}" if number == first else ""
             self.lines[number - 1] = f"{' ' * _indent(body)}# {body.lstrip(' ')}{note}{end}"
 
-    def drop_from_list(self, path: KeyPath, key: str, items: list[str], gone: set[str], why: str) -> None:
-        """Remove the entries in `gone` from the list at `path`, written in [brackets] or one item a line."""
-        kept = [i for i in items if i not in gone]
+    def drop_from_list(self, path: KeyPath, key: str, items: list[str], kept: list[str], why: str) -> None:
+        """Make the list at `path` read `kept`, written in [brackets] (also inside a flow mapping) or one item
+        a line; a list of one item a line can only lose items (the draft keeps the plan's line count)."""
+        gone = set(items) - set(kept)
         number = self.line(path)
-        if len(kept) == len(items) or number is None:
+        if kept == items or number is None:
             return
         body, end = self._body(number)
         match = _flow_list(key).match(body)
@@ -106,9 +128,15 @@ class _Draft:
             note = f"  # {why}{f'; was: {old}' if old else ''}"
             self.lines[number - 1] = f"{match['head']}[{', '.join(kept)}]{note}{end}"
             return
+        inside = list(_in_flow_map(key, r"\[[^\]\[#]*\]").finditer(body))
+        if len(inside) == 1:  # a [list] in a flow mapping on this line
+            edited = f"{body[:inside[0].start('value')]}[{', '.join(kept)}]{body[inside[0].end('value'):]}"
+            self.lines[number - 1] = _with_note(edited, why) + end
+            return
         entries = [self.line((*path, index)) for index in range(len(items))]
-        if not (body.rstrip().endswith(f"{key}:") and all(e is not None and e != number for e in entries)):
-            self.kept_as_written.append(f"{key} at line {number}")
+        if not (body.rstrip().endswith(f"{key}:") and all(e is not None and e != number for e in entries)
+                and set(kept) <= set(items)):
+            self.kept_as_written.append(f"{key} at line {number} of the plan as written")
             return
         for index, item in enumerate(items):
             if item in gone:
@@ -153,8 +181,12 @@ def next_plan(loaded: LoadedPlan, campaign: str, plan: NextCampaign) -> str:
             draft.comment_out(("schedule", "steps", index), f"left out by reportgen: {_short(gone_steps[step.id])}")
         elif set(step.depends_on) & set(gone_steps):
             left = ", ".join(d for d in step.depends_on if d in gone_steps)
+            kept = kept_dependencies(source, step.id, set(gone_steps))
+            inherited = [d for d in kept if d not in step.depends_on]
+            note = f"{left} left out by reportgen" + (f", replaced by {', '.join(inherited)}, which "
+                                                      f"{'it' if ',' not in left else 'they'} waited for" if inherited else "")
             draft.drop_from_list(("schedule", "steps", index, "depends_on"), "depends_on", list(step.depends_on),
-                                 set(gone_steps), f"{left} left out by reportgen")
+                                 kept, note)
     for index, point in enumerate(source.decision_points):
         if point.after in gone_steps:
             draft.comment_out(("decision_points", index), f"left out by reportgen: it follows {point.after}, which is left out")
@@ -170,7 +202,7 @@ def next_plan(loaded: LoadedPlan, campaign: str, plan: NextCampaign) -> str:
             draft.comment_out(("stop_rules", index), f"left out by reportgen: it applied only to {left}")
         else:
             draft.drop_from_list(("stop_rules", index, "variants"), "variants", list(rule.variants or []),
-                                 set(gone_variants), f"{left} left out by reportgen")
+                                 [v for v in rule.variants or [] if v not in gone_variants], f"{left} left out by reportgen")
 
     not_block = []
     for index, step in enumerate(source.schedule.steps):
@@ -180,7 +212,7 @@ def next_plan(loaded: LoadedPlan, campaign: str, plan: NextCampaign) -> str:
         value = None if estimate.draft_hours is None else f"{estimate.draft_hours:g}"
         note = _comment(estimate.measured, estimate.planned_hours, estimate.measured_hours, campaign)
         if not draft.rewrite(("schedule", "steps", index, "hours"), _HOURS, value, note):
-            not_block.append(step.id)  # flow style ({hours: 3}) or a value on its own line: left as written
+            not_block.append(step.id)  # a value on its own line, or written some other way: left as written
             continue
         rate = paces.get(step.variant or "")
         if step.steps_per_second and rate and rate.measured is not None:
@@ -197,7 +229,7 @@ def next_plan(loaded: LoadedPlan, campaign: str, plan: NextCampaign) -> str:
         header.append("# Not proposed again, and commented out below with their steps: "
                       + "; ".join(f"{v} ({a.advice})" for v, a in gone_variants.items()) + ".")
     if not_block:
-        header.append(f"# Hours not written in block style were left as planned: {', '.join(not_block)}.")
+        header.append(f"# Hours reportgen could not find on their step's line were left as planned: {', '.join(not_block)}.")
     if draft.kept_as_written:
         header.append(f"# Lists not written one per line or in [brackets] still name what is left out: "
                       f"{', '.join(draft.kept_as_written)}; edit them before `reportgen check`.")

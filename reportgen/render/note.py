@@ -46,7 +46,7 @@ def _next_steps(report: dict) -> list[str]:
     steps = []
     plan = report.get("next_campaign")
     if plan:
-        text = plan.get("lot_advice") or f"the measured schedule takes {plan['suggested_hours']:.1f} h"
+        text = plan.get("lot_advice") or f"the suggested schedule takes {plan['suggested_hours']:.1f} h"
         if plan["left_out"]:
             text = text.rstrip(".") + f" (steps left out: {', '.join(plan['left_out'])})"
         steps.append(text)
