@@ -50,6 +50,8 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
         progress("analysing", f"{len(campaign.runs):,} runs", 0, 1)
     with during("analysing the campaign"):
         analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None)
+    if progress:
+        progress("analysing", f"{len(campaign.runs):,} runs", 1, 1)
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
@@ -73,6 +75,8 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
             progress("drawing", f"charts of {len(built.analysis.campaign.runs):,} runs", 0, 1)
         with during("drawing the run charts"):
             figures = run_charts(built.analysis)
+        if progress:
+            progress("drawing", f"charts of {len(built.analysis.campaign.runs):,} runs", 1, 1)
         with during("writing the next campaign's plan"):
             proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,

@@ -36,7 +36,10 @@ class Progress:
 
     def elapsed(self) -> str:
         seconds = time.monotonic() - self.started
-        return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+        if seconds < 59.95:
+            return f"{seconds:.1f} s"
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest} s"
 
 
 def warning_lines(warnings: list[dict]) -> list[str]:

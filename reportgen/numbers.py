@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 # Hours are reported to 4 decimals (0.36 s): what report.json and the pages show.
 HOURS_DECIMALS = 4
@@ -31,12 +32,23 @@ def _decimals(text: str) -> int | None:
 def compared(value: float, threshold: float) -> tuple[str, str]:
     """A value and the threshold it is compared with at one precision: "0.192" and "0.200", not "0.2";
     each keeps up to four significant digits, and the shorter takes the longer's decimals."""
-    shown, limit = f"{value:.4g}", f"{threshold:.4g}"
+    precision = 4
+    shown, limit = f"{value:.{precision}g}", f"{threshold:.{precision}g}"
+    while shown == limit and value != threshold and precision < 17:  # 0.31996 is not shown as 0.32 beside 0.32
+        precision += 1
+        shown, limit = f"{value:.{precision}g}", f"{threshold:.{precision}g}"
     places = [_decimals(shown), _decimals(limit)]
     if None in places or not (math.isfinite(value) and math.isfinite(threshold)):
         return shown, limit
     digits = max(p for p in places if p is not None)
     return f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+
+
+def difference(a: float, b: float) -> float:
+    """a - b without binary noise: 0.334 - 0.301 is 0.033, and 123456.78 - 123456.77 is 0.01."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a - b
+    return float(Decimal(repr(a)) - Decimal(repr(b)))
 
 
 def money(amount: float, currency: str) -> str:

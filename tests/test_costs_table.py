@@ -50,7 +50,8 @@ def test_a_deliverable_naming_a_run_or_variant_the_logs_and_plan_lack_is_rejecte
                   {}, passed_variants(plan), LOT_END)
     assert [(r.id, r.passed, r.reasons) for r in found] == [
         ("p1", False, ["produced by run 'ghost-1', which is not in the logs"]),
-        ("p2", False, ["names variant 'lora-r61', which the plan does not have"])]
+        ("p2", False, ["the plan's p2 is predictions of lora-r16; the manifest lists predictions of lora-r61",
+                       "names variant 'lora-r61', which the plan does not have"])]
 
 
 def test_a_deliverable_of_a_variant_that_did_not_pass_is_rejected_with_its_verdict_and_value(plan):
@@ -59,7 +60,7 @@ def test_a_deliverable_of_a_variant_that_did_not_pass_is_rejected_with_its_verdi
     found = judge(plan, Campaign(root="logs"), [check("c", "predictions", "a", 1, variant="control"),
                                                 check("r64", "adapter", "b", 2, variant="lora-r64")],
                   {}, variants, LOT_END)
-    assert [r.reasons for r in found] == [["variant control did not meet eval_rougeL >= 0.32: failed (0.301)"],
+    assert [r.reasons for r in found] == [["variant control did not meet eval_rougeL >= 0.320: failed (0.301)"],
                                           ["variant lora-r64 did not meet eval_rougeL >= 0.32: not evaluated"]]
 
 
@@ -167,6 +168,54 @@ def test_the_controls_predictions_are_the_baseline_delivered_not_rejected_and_no
     below = judge(plan, Campaign(root="logs"), entry, {}, with_control(0.301), LOT_END)
     assert (below[0].passed, below[0].reasons, below[0].counts) == (True, [], False)
     assert costs(plan, below).excluded == [("predictions-control", "the control's output, the baseline (0.301), below "
-                                                                   "the passing level eval_rougeL >= 0.32")]
+                                                                   "the passing level eval_rougeL >= 0.320")]
     at_level = judge(plan, Campaign(root="logs"), entry, {}, with_control(0.33), LOT_END)
     assert at_level[0].counts and costs(plan, at_level).counted == ["predictions-control"]
+
+
+def test_a_planned_id_listed_twice_counts_once_and_the_second_listing_is_rejected(plan):
+    checks = [check("p1", "predictions", "a", 1, variant="lora-r16", corpus="c1"),
+              check("p1", "predictions", "b", 9, variant="lora-r16", corpus="c1")]
+    found = judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END)
+    assert found[1].reasons == ["deliverable p1 is listed again (first at outputs/manifest.yaml:1): one id, one output"]
+    assert costs(plan, found).counted == ["p1"]  # 47.14 over one output, not 23.57 over "two"
+
+
+def test_a_planned_id_of_another_kind_in_the_manifest_is_rejected_saying_both(plan):
+    """The plan's adapter-lora-r16 is an adapter: a manifest entry of that id holding predictions is
+    not counted as an output. Counter-example: the same id of the plan's kind passes."""
+    wrong = judge(plan, Campaign(root="logs"), [check("adapter-lora-r16", "predictions", "a", 1, variant="lora-r16")],
+                  {}, passed_variants(plan), LOT_END)
+    assert wrong[0].reasons == ["the plan's adapter-lora-r16 is adapter of lora-r16; the manifest lists predictions of lora-r16"]
+    assert costs(plan, wrong).counted == []
+    right = judge(plan, Campaign(root="logs"), [check("adapter-lora-r16", "adapter", "a", 1, variant="lora-r16")],
+                  {}, passed_variants(plan), LOT_END)
+    assert right[0].passed
+
+
+def test_predictions_the_manifest_lists_without_a_corpus_take_the_corpus_the_plan_names(plan):
+    """p2 is planned on corpus c2: listed without `corpus`, it is still p2's corpus, not the campaign's,
+    and so not a repeat of the campaign-corpus predictions listed before it."""
+    checks = [check("predictions-lora-r16", "predictions", "a", 1, variant="lora-r16"),
+              check("p2", "predictions", "b", 2, variant="lora-r16")]
+    found = {r.id: r for r in judge(plan, Campaign(root="logs"), checks, {}, passed_variants(plan), LOT_END)}
+    assert (found["p2"].corpus, found["p2"].duplicate_of) == ("c2", None)
+    assert costs(plan, list(found.values())).counted == ["predictions-lora-r16", "p2"]
+
+
+def test_a_plan_that_plans_no_predictions_is_told_that_no_output_can_count(sample_plan_data):
+    from reportgen.analysis.plan_checks import check_plan
+
+    sample_plan_data["deliverables"] = [d for d in sample_plan_data["deliverables"] if d["kind"] != "predictions"]
+    found = [f.message for f in check_plan(Plan.model_validate(sample_plan_data)) if f.key == ("deliverables",)]
+    assert found == ["no predictions deliverable is planned: no output can count, so the cost per passed output "
+                     "stays undefined"]
+    # A plan with no deliverables at all (the key is optional) is told the same.
+    del sample_plan_data["deliverables"]
+    assert [f for f in check_plan(Plan.model_validate(sample_plan_data)) if f.key == ("deliverables",)]
+
+
+def test_the_sample_plan_is_not_warned_about_its_deliverables(sample_plan_data):
+    from reportgen.analysis.plan_checks import check_plan
+
+    assert not [f for f in check_plan(Plan.model_validate(sample_plan_data)) if f.key == ("deliverables",)]

@@ -58,6 +58,8 @@ def test_check_prints_no_rule_id():
     (12.5, 10.0, ("12.5", "10.0")),
     (0.3, 0.3, ("0.3", "0.3")),  # counter-example: nothing to pad
     (1e-05, 0.2, ("1e-05", "0.2")),  # an exponent form keeps its own digits
+    (0.31996, 0.32, ("0.31996", "0.32000")),  # a failing value is never shown equal to its threshold
+    (1.50004, 1.5, ("1.50004", "1.50000")),
 ])
 def test_a_value_and_its_threshold_are_said_at_one_precision(value, threshold, said):
     assert compared(value, threshold) == said
@@ -125,3 +127,26 @@ def test_inspect_of_an_empty_folder_says_no_run_was_found(tmp_path):
     result = CliRunner().invoke(cli, ["inspect", str(tmp_path)])
     assert result.exit_code == 0
     assert result.output.splitlines()[:3] == [f"0 files in {tmp_path}", "", "No run was found in these files."]
+
+
+@pytest.mark.parametrize(("a", "b", "said"), [(0.334, 0.301, 0.033), (123456.78, 123456.77, 0.01), (1000.001, 1000, 0.001)])
+def test_a_difference_of_two_logged_values_carries_no_binary_noise(a, b, said):
+    from reportgen.numbers import difference
+
+    assert difference(a, b) == said
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(1.46, "1.5 s"), (59.9, "59.9 s"), (119.6, "2 min 0 s"), (61.2, "1 min 1 s")])
+def test_the_build_time_reads_in_seconds_then_minutes(monkeypatch, seconds, said):
+    from reportgen.cli import Progress
+
+    progress = Progress(quiet=True)
+    monkeypatch.setattr("time.monotonic", lambda: progress.started + seconds)
+    assert progress.elapsed() == said
+
+
+def test_a_freeze_minutes_late_says_minutes():
+    from reportgen.analysis.warnings import _after
+
+    assert [_after(timedelta(minutes=2)), _after(timedelta(hours=5)), _after(timedelta(days=3))] == [
+        "2 min", "5.0 h", "3.0 days"]

@@ -14,6 +14,7 @@ from reportgen.analysis.verdicts import (
     CampaignVerdict,
     VariantResult,
     VariantVerdict,
+    Verdict,
     _drop_decision,
     _final_evaluation,
     answer,
@@ -181,6 +182,7 @@ def test_every_required_variant_left_undecided_is_named(sample_plan_data):
 # The best variant against the control on the quality metric (both values, the signed difference,
 # the threshold), and what to use or what was ruled out. The control is the baseline, never failed.
 
+POSITIVE = Verdict(CampaignVerdict.POSITIVE, "")
 B, P, F, S, D = (VariantVerdict.BASELINE, VariantVerdict.PASSED, VariantVerdict.FAILED, VariantVerdict.STOPPED,
                  VariantVerdict.DROPPED)
 
@@ -195,27 +197,57 @@ def test_a_positive_result_states_both_values_the_signed_difference_the_threshol
         "(eval_rougeL >= 0.32). Deliver from lora-r16: adapter-lora-r16, predictions-lora-r16.")
     assert (said.best, said.best_value, said.control, said.control_value, said.difference) == (
         "lora-r16", 0.334, "control", 0.301, 0.033)  # 0.033 exactly, not 0.03300000000000003
-    assert said.differences == {"lora-r16": 0.033, "lora-r64": -0.109}
+    assert said.differences == {"lora-r16": 0.033}  # lora-r64's 0.192 is a stopped run's, not a result
     assert said.ruled_out == ["lora-r64"]
 
 
 def test_the_best_of_two_passing_variants_is_the_one_compared_and_lower_is_better_is_judged_so(plan, sample_plan_data):
     found = results(plan, {"control": (B, 0.301), "lora-r16": (P, 0.334), "lora-r64": (P, 0.351)})
-    assert answer(plan, found, CampaignVerdict.POSITIVE).best == "lora-r64"
+    assert answer(plan, found, POSITIVE).best == "lora-r64"
     sample_plan_data["quality"] = {"metric": "eval_loss", "direction": "lower", "threshold": 1.0, "unit": "nats"}
     lower = Plan.model_validate(sample_plan_data)
     found = results(lower, {"control": (B, 1.2), "lora-r16": (P, 0.9), "lora-r64": (P, 0.95)})
-    said = answer(lower, found, CampaignVerdict.POSITIVE)
+    said = answer(lower, found, POSITIVE)
     assert said.best == "lora-r16" and said.difference == pytest.approx(-0.3)
     assert "lora-r16 beats the control on eval_loss, 0.9 nats against 1.2 nats (-0.3 nats)" in said.sentence
     assert "(eval_loss <= 1 nats)" in said.sentence
 
 
-def test_a_passing_variant_that_does_not_beat_the_control_is_said_so(plan):
+def test_a_passing_variant_that_does_not_beat_the_control_is_not_a_yes(plan):
     """Counter-example to "beats": the threshold met, the control higher still."""
     found = results(plan, {"control": (B, 0.34), "lora-r16": (P, 0.334)})
-    said = answer(plan, found, CampaignVerdict.POSITIVE).sentence
-    assert said.startswith("Yes — lora-r16 does not beat the control on eval_rougeL, 0.334 against 0.34 (-0.006)")
+    said = answer(plan, found, POSITIVE).sentence
+    assert said == ("Not over the control — lora-r16 meets the pass threshold (eval_rougeL >= 0.32) but does not beat "
+                    "the control on eval_rougeL, 0.334 against 0.340 (-0.006): the threshold does not separate the "
+                    "variants from the control.")
+
+
+def test_a_stopped_variants_value_is_no_result_to_compare(plan):
+    """lora-r64's 0.40 came from a run a rule stopped: the best judged variant is lora-r16, and the
+    answer does not call a ruled-out variant the best."""
+    found = results(plan, {"control": (B, 0.301), "lora-r16": (F, 0.31), "lora-r64": (S, 0.40)})
+    said = answer(plan, found, Verdict(CampaignVerdict.NEGATIVE, ""))
+    assert said.best == "lora-r16" and said.ruled_out == ["lora-r16", "lora-r64"]
+    assert "the best, lora-r16, beats the control on eval_rougeL, 0.310 against 0.301 (+0.009)" in said.sentence
+
+
+def test_with_several_controls_the_strongest_baseline_is_the_one_to_beat(plan, sample_plan_data):
+    sample_plan_data["variants"].append({"id": "prompt-v2", "role": "control", "category": "required",
+                                         "runs": ["prompt-v2-*"]})
+    two = Plan.model_validate(sample_plan_data)
+    found = results(two, {"control": (B, 0.30), "prompt-v2": (B, 0.36), "lora-r16": (P, 0.334)})
+    said = answer(two, found, POSITIVE)
+    assert (said.control, said.control_value, said.difference) == ("prompt-v2", 0.36, -0.026)
+    assert said.sentence.startswith("Not over the control — lora-r16 meets the pass threshold (eval_rougeL >= 0.32) "
+                                    "but does not beat the strongest control, prompt-v2, on eval_rougeL")
+
+
+def test_a_tie_and_values_close_to_each_other_are_said_exactly(plan):
+    tie = answer(plan, results(plan, {"control": (B, 0.334), "lora-r16": (P, 0.334)}), POSITIVE)
+    assert "equals the control on eval_rougeL, 0.334 against 0.334 (no difference)" in tie.sentence
+    close = answer(plan, results(plan, {"control": (B, 0.33401), "lora-r16": (P, 0.33404)}), POSITIVE)
+    assert close.difference == 3e-05  # not 2.9999999999974492e-05
+    assert "beats the control on eval_rougeL, 0.33404 against 0.33401 (+3e-05)" in close.sentence
 
 
 def test_a_negative_result_names_the_best_attempt_and_what_was_ruled_out(plan):
@@ -225,15 +257,16 @@ def test_a_negative_result_names_the_best_attempt_and_what_was_ruled_out(plan):
     assert verdict.verdict == CampaignVerdict.NEGATIVE
     assert verdict.answer.sentence == (
         "No — no variant meets the pass threshold (eval_rougeL >= 0.32); the best, lora-r16, beats the control on "
-        "eval_rougeL, 0.31 against 0.301 (+0.009). Ruled out at the settings tried: lora-r16, lora-r64.")
+        "eval_rougeL, 0.310 against 0.301 (+0.009). Ruled out at the settings tried: lora-r16, lora-r64.")
     assert verdict.answer.use == []
 
 
 def test_without_a_control_value_the_answer_says_there_is_nothing_to_compare_with(plan):
     found = results(plan, {"control": (VariantVerdict.NOT_RUN, None), "lora-r16": (P, 0.334)})
-    said = answer(plan, found, CampaignVerdict.POSITIVE)
+    said = answer(plan, found, POSITIVE)
     assert (said.control, said.difference) == (None, None)
-    assert "lora-r16 reached 0.334 and the control has no final value to compare it with" in said.sentence
+    assert ("lora-r16 reached 0.334 and no control has a final value to compare it with (control: not run)"
+            in said.sentence)
     assert said.sentence.endswith("No deliverable of lora-r16 passed its checks.")
 
 
@@ -242,7 +275,8 @@ def test_an_undecided_campaign_is_not_answered_yet(plan):
                            "lora-r64": (F, 0.28)})
     verdict = campaign_verdict(plan, found)
     assert verdict.verdict == CampaignVerdict.INCONCLUSIVE
-    assert verdict.answer.sentence.startswith("Not answered yet — no variant has met the pass threshold")
+    assert verdict.answer.sentence.startswith("Not answered yet — no variant met eval_rougeL >= 0.32, and not every "
+                                              "required variant was evaluated: lora-r16 (not evaluated); so far")
     assert "so far lora-r64 does not beat the control" in verdict.answer.sentence
 
 

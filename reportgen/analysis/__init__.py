@@ -146,10 +146,11 @@ def _passed_by_variant(results: list[DeliverableResult]) -> dict[str, list[str]]
     passed: dict[str, list[DeliverableResult]] = {}
     for result in results:
         variant = result.check.entry.variant
-        if result.passed and result.planned and result.duplicate_of is None and variant is not None:
+        if result.passed and result.duplicate_of is None and variant is not None:
             passed.setdefault(variant, []).append(result)
-    return {variant: [r.id for r in sorted(found, key=lambda r: r.check.entry.kind == OUTPUT_KIND)]
-            for variant, found in passed.items()}  # the adapter or model first, then its predictions
+    # The plan's deliverables first; of those, the adapter or model, then its predictions.
+    return {variant: [r.id for r in sorted(found, key=lambda r: (not r.planned, r.check.entry.kind == OUTPUT_KIND))]
+            for variant, found in passed.items()}
 
 
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,

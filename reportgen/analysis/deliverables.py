@@ -15,7 +15,8 @@ from datetime import datetime
 from reportgen.analysis.checkpoints import Location, Place, locate
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.verdicts import VariantResult, VariantVerdict, comparison, meets
-from reportgen.model import Campaign, DeliverableCheck, Status, same_path
+from reportgen.model import Campaign, DeliverableCheck, Evidence, Status, same_path
+from reportgen.numbers import compared
 from reportgen.plan.schema import OtherCost, Plan
 
 OUTPUT_KIND = "predictions"
@@ -30,6 +31,7 @@ class DeliverableResult:
     planned: bool = False
     location: Location | None = None
     below_passing: str | None = None  # the control's output: delivered for comparison, below the threshold
+    corpus: str | None = None  # the corpus its predictions cover: the manifest's word, else the plan's
 
     @property
     def id(self) -> str:
@@ -75,15 +77,28 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
     planned = {d.id: d for d in plan.deliverables}
     op = comparison(plan.quality.direction)
     results = []
+    listed: dict[str, Evidence] = {}
     for check in checks:
         entry = check.entry
         reasons = list(check.reasons) + [r for f in check.files for r in f.reasons]
         below = None
+        if entry.id in listed:  # two manifests naming one deliverable: the first stands
+            first = listed[entry.id]
+            reasons.append(f"deliverable {entry.id} is listed again (first at {first.path}"
+                           f"{f':{first.line}' if first.line else ''}): one id, one output")
+        listed.setdefault(entry.id, entry.evidence)
         asked = planned.get(entry.id)
-        if asked is not None and asked.kind == OUTPUT_KIND and entry.corpus is not None:
-            corpus = asked.corpus or plan.corpus.id
-            if entry.corpus != corpus:
-                reasons.append(f"covers corpus '{entry.corpus}'; the plan asks for '{corpus}'")
+        corpus = entry.corpus
+        if asked is not None:
+            if entry.kind != asked.kind or None not in (asked.variant, entry.variant) and entry.variant != asked.variant:
+                reasons.append(f"the plan's {entry.id} is {asked.kind.replace('_', ' ')}"
+                               f"{f' of {asked.variant}' if asked.variant else ''}; the manifest lists "
+                               f"{entry.kind.replace('_', ' ')}{f' of {entry.variant}' if entry.variant else ''}")
+            if asked.kind == OUTPUT_KIND:
+                wanted = asked.corpus or plan.corpus.id
+                if entry.corpus is not None and entry.corpus != wanted:
+                    reasons.append(f"covers corpus '{entry.corpus}'; the plan asks for '{wanted}'")
+                corpus = corpus or wanted
         if entry.run is not None:
             status = statuses.get(entry.run)
             if status is None:
@@ -97,14 +112,17 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
                 reasons.append(f"names variant '{entry.variant}', which the plan does not have")
             elif result.verdict == VariantVerdict.BASELINE:
                 if not meets(result.value, plan.quality.threshold, plan.quality.direction):
-                    below = (f"the control's output, the baseline ({result.value:.4g}), below the passing level "
-                             f"{plan.quality.metric} {op} {plan.quality.threshold:g}")
+                    shown, limit = compared(result.value, plan.quality.threshold)
+                    below = (f"the control's output, the baseline ({shown}), below the passing level "
+                             f"{plan.quality.metric} {op} {limit}")
             elif result.verdict != VariantVerdict.PASSED:
-                value = f" ({result.value:.4g})" if isinstance(result.value, float) else ""
-                reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} "
-                               f"{plan.quality.threshold:g}: {result.verdict.replace('_', ' ')}{value}")
+                shown, limit = (compared(result.value, plan.quality.threshold) if isinstance(result.value, float)
+                                else (None, f"{plan.quality.threshold:g}"))
+                reasons.append(f"variant {entry.variant} did not meet {plan.quality.metric} {op} {limit}: "
+                               f"{result.verdict.replace('_', ' ')}{f' ({shown})' if shown else ''}")
         results.append(DeliverableResult(check, not reasons, reasons, planned=entry.id in planned,
-                                         location=_location(check, campaign, deadline), below_passing=below))
+                                         location=_location(check, campaign, deadline), below_passing=below,
+                                         corpus=corpus))
     _mark_duplicates(results, plan.corpus.id)
     return results
 
@@ -127,7 +145,7 @@ def _mark_duplicates(results: list[DeliverableResult], plan_corpus: str) -> None
         entry = result.check.entry
         digests = [f.sha256 for f in result.check.files if f.sha256]
         content = digests[0] if len(digests) == 1 and len(result.check.files) == 1 else None
-        corpus = entry.corpus if entry.corpus is not None or entry.kind != OUTPUT_KIND else plan_corpus
+        corpus = result.corpus if result.corpus is not None or entry.kind != OUTPUT_KIND else plan_corpus
         subject = (entry.kind, entry.variant, corpus) if corpus is not None else None
         original = (first_by_content.get(content) if content else None) or (first_by_subject.get(subject) if subject else None)
         if original is not None and result.passed:

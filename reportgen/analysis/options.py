@@ -22,6 +22,7 @@ from reportgen.analysis.schedule import (
     planned_timeline,
     window,
 )
+from reportgen.numbers import money
 from reportgen.plan.schema import Lot, Plan
 
 # A longer lot of the catalogue, two lots side by side, or the plan reduced to what answers the question.
@@ -162,12 +163,16 @@ def _ordered_lot(plan: Plan, hours: float) -> LotFit:
 
 
 def _catalogue_lots(plan: Plan, hours: float, ordered: LotFit) -> list[LotFit]:
-    """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first; one with the ordered
-    lot's window and price is the ordered lot."""
+    """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first; the entry the ordered
+    lots were bought from (same label, days and price) is the ordered lot itself, with its own window
+    (lots ordered one after another span longer than the same lots side by side)."""
     first, count = plan.order.lots[0], len(plan.order.lots)
     same = {(c.label, c.price, c.currency, c.days) for c in plan.catalogue if (c.gpu, c.gpus) == (first.gpu, first.gpus)}
     out = []
     for label, price, currency, days in sorted(same, key=lambda e: (e[1], e[3], e[0])):
+        if all((lot.label, lot.days) == (label, days) and abs(lot.price - price) < 0.005 for lot in plan.order.lots):
+            out.append(ordered)
+            continue
         available, total = days * 24.0, round(price * count, 2)
         out.append(LotFit(label if count == 1 else f"{count} × {label}", total, currency or plan.order.currency, count,
                           available, _fits(hours, available), available - hours,
@@ -186,10 +191,10 @@ def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdv
                 f"without them the suggested schedule (the control and the shared steps) takes {hours:.1f} h")
     if ordered.fits:
         cheaper = next((lot for lot in lots if lot.fits and lot.price < ordered.price), None)
-        also = (f" A cheaper lot also holds it: {cheaper.label} at {cheaper.price:.2f} {cheaper.currency}, with "
+        also = (f" A cheaper lot also holds it: {cheaper.label} at {money(cheaper.price, cheaper.currency)}, with "
                 f"{cheaper.unused_hours:.1f} h spare." if cheaper else "")
         return LotAdvice(hours, ordered, lots, ordered, None, (
-            f"{what}: it fits the {ordered.label} lot you ordered ({ordered.price:.2f} {ordered.currency}), with "
+            f"{what}: it fits the {ordered.label} lot you ordered ({money(ordered.price, ordered.currency)}), with "
             f"{ordered.unused_hours:.1f} h spare ({ordered.hours:g} h window - {hours:.1f} h). Order the same lot again; "
             f"the spare hours are margin, not time to fill.{also}"))
     shortfall = hours - ordered.hours
@@ -201,5 +206,5 @@ def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdv
             f"{short} No lot of the catalogue is long enough either: drop useful or exploratory items for a "
             "reduced protocol that still answers the question."))
     return LotAdvice(hours, ordered, lots, cheapest, shortfall, (
-        f"{short} The cheapest catalogue lot that holds it is {cheapest.label} at {cheapest.price:.2f} "
-        f"{cheapest.currency}, with {cheapest.unused_hours:.1f} h spare ({cheapest.hours:g} h window - {hours:.1f} h)."))
+        f"{short} The cheapest catalogue lot that holds it is {cheapest.label} at {money(cheapest.price, cheapest.currency)}"
+        f", with {cheapest.unused_hours:.1f} h spare ({cheapest.hours:g} h window - {hours:.1f} h)."))

@@ -55,6 +55,9 @@ def check_plan(plan: Plan) -> list[Finding]:
             findings.append(
                 Finding("warning", ("schedule", "steps"), f"no step of kind '{kind}': the schedule leaves out {words}")
             )
+    if not any(d.kind == "predictions" for d in plan.deliverables):
+        findings.append(Finding("warning", ("deliverables",), "no predictions deliverable is planned: no output can "
+                                "count, so the cost per passed output stays undefined"))
     if not any(v.role == "control" for v in plan.variants):
         findings.append(Finding("warning", ("variants",), "no variant has role 'control'; a control isolates the cause"))
     for index, variant in enumerate(plan.variants):

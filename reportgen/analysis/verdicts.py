@@ -21,6 +21,7 @@ from reportgen.model import (
     WarningCode,
 )
 from reportgen.numbers import compared
+from reportgen.numbers import difference as number_difference
 from reportgen.plan.schema import Plan, Variant
 
 DROP_DECISIONS = {"drop", "drop_variant", "drop_optional_variant"}
@@ -213,64 +214,78 @@ def variant_results(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     return results
 
 
+JUDGED = (VariantVerdict.PASSED, VariantVerdict.FAILED)  # final values of runs that reached their end
+
+
 def _best(results: list[VariantResult], direction: str) -> VariantResult | None:
-    scored = [r for r in results if r.value is not None and math.isfinite(r.value)
-              and r.verdict not in (VariantVerdict.DROPPED, VariantVerdict.NOT_RUN)]
+    """The result with the best finite value; ties go to the first by name."""
+    scored = [r for r in results if r.value is not None and math.isfinite(r.value)]
     if not scored:
         return None
     sign = 1 if direction == "higher" else -1
-    return min(scored, key=lambda r: (-sign * r.value, r.variant.id))  # the best value; ties by name
+    return min(scored, key=lambda r: (-sign * r.value, r.variant.id))
 
 
-def _signed(value: float, unit: str | None) -> str:
-    return f"{value:+.4g}{(' ' + unit) if unit else ''}"
+def _with_unit(text: str, unit: str | None) -> str:
+    return f"{text} {unit}" if unit else text
 
 
-def _valued(value: float, unit: str | None) -> str:
-    return f"{value:.4g}{(' ' + unit) if unit else ''}"
-
-
-def answer(plan: Plan, results: list[VariantResult], verdict: CampaignVerdict,
+def answer(plan: Plan, results: list[VariantResult], verdict: Verdict,
            passed_deliverables: dict[str, list[str]] | None = None) -> Answer:
     """One sentence for the top of the report: the best variant's final value against the control's,
-    the difference with its sign, the threshold, and what to use or what was ruled out."""
+    the difference with its sign, the threshold, and what to use or what was ruled out.
+
+    Only variants judged on a run that reached its end are compared (a stopped run's value is no
+    result); with several controls the strongest baseline is the one to beat."""
     quality = plan.quality
     unit = quality.unit
     variants = [r for r in results if r.variant.role == "variant"]
-    control = next((r for r in results if r.variant.role == "control" and r.verdict == VariantVerdict.BASELINE), None)
+    controls = [r for r in results if r.variant.role == "control"]
+    control = _best([r for r in controls if r.verdict == VariantVerdict.BASELINE], quality.direction)
     passed = [r for r in variants if r.verdict == VariantVerdict.PASSED]
-    best = _best(passed, quality.direction) or _best(variants, quality.direction)
-    differences = {r.variant.id: float(f"{r.value - control.value:.12g}")  # 0.033, not 0.03300000000000003
+    best = _best(passed, quality.direction) or _best([r for r in variants if r.verdict in JUDGED], quality.direction)
+    differences = {r.variant.id: number_difference(r.value, control.value)
                    for r in variants if control is not None and control.value is not None
-                   and r.value is not None and math.isfinite(r.value)}
+                   and r.verdict in JUDGED and r.value is not None and math.isfinite(r.value)}
     difference = differences.get(best.variant.id) if best is not None else None
     ruled_out = [r.variant.id for r in variants if r.verdict in (VariantVerdict.FAILED, VariantVerdict.STOPPED)]
-    threshold = (f"the pass threshold ({quality.metric} {comparison(quality.direction)} "
-                 f"{_valued(quality.threshold, unit)})")
+    threshold = f"the pass threshold ({quality.metric} {comparison(quality.direction)} {_with_unit(f'{quality.threshold:g}', unit)})"
+    if control is None:
+        the_control = "the control"
+    elif len(controls) > 1:
+        the_control = f"the strongest control, {control.variant.id},"
+    else:
+        the_control = "the control" if control.variant.id == "control" else f"the control {control.variant.id}"
+    better = difference is not None and (difference > 0 if quality.direction == "higher" else difference < 0)
     # What the best variant did, said after its name: "beats the control on eval_rougeL, 0.334 against ...".
-    if best is None or best.value is None:
+    if best is None:
         did = None
     elif difference is None:
-        did = f"reached {_valued(best.value, unit)} and the control has no final value to compare it with"
+        why = next((f" ({c.variant.id}: {c.verdict.replace('_', ' ')})" for c in controls), " (the plan has none)")
+        did = f"reached {_with_unit(f'{best.value:.4g}', unit)} and no control has a final value to compare it with{why}"
     else:
-        better = difference > 0 if quality.direction == "higher" else difference < 0
+        mine, theirs = compared(best.value, control.value)
         relation = "beats" if better else ("equals" if difference == 0 else "does not beat")
-        did = (f"{relation} the control on {quality.metric}, {_valued(best.value, unit)} "
-               f"against {_valued(control.value, unit)} ({_signed(difference, unit)})")
+        change = "no difference" if difference == 0 else _with_unit(f"{difference:+.4g}", unit)
+        did = (f"{relation} {the_control} on {quality.metric}, {_with_unit(mine, unit)} against "
+               f"{_with_unit(theirs, unit)} ({change})")
     against = f"{best.variant.id} {did}" if best is not None and did is not None else None
     use = (passed_deliverables or {}).get(best.variant.id, []) if best is not None and passed else []
-    if verdict == CampaignVerdict.POSITIVE and best is not None:
+    if verdict.verdict == CampaignVerdict.POSITIVE and best is not None and (better or difference is None):
         sentence = f"Yes — {against}, and meets {threshold}."
         sentence += (f" Deliver from {best.variant.id}: {', '.join(use)}." if use
                      else f" No deliverable of {best.variant.id} passed its checks.")
-    elif verdict == CampaignVerdict.NEGATIVE:
+    elif verdict.verdict == CampaignVerdict.POSITIVE and best is not None:
+        sentence = (f"Not over the control — {best.variant.id} meets {threshold} but {did}: the threshold does not "
+                    "separate the variants from the control.")
+    elif verdict.verdict == CampaignVerdict.NEGATIVE:
         sentence = f"No — no variant meets {threshold}"
         sentence += f"; the best, {best.variant.id}, {did}." if did else "."
         if ruled_out:
             sentence += f" Ruled out at the settings tried: {', '.join(ruled_out)}."
     else:
-        sentence = f"Not answered yet — no variant has met {threshold}, and not every required variant has a result"
-        sentence += f"; so far {against}." if against else "."
+        sentence = f"Not answered yet — {verdict.conclusion[0].lower()}{verdict.conclusion[1:]}"
+        sentence = sentence.rstrip(".") + (f"; so far {against}." if against else ".")
     return Answer(sentence, best.variant.id if best else None, best.value if best else None,
                   control.variant.id if control else None, control.value if control else None,
                   difference, list(use), ruled_out, differences)
@@ -281,7 +296,7 @@ def campaign_verdict(plan: Plan, results: list[VariantResult],
     """R1: a negative result (no variant meets the threshold) is a complete, valid conclusion.
     `passed_deliverables` names, per variant, its deliverables that passed: what to use."""
     verdict = _verdict(plan, results)
-    return replace(verdict, answer=answer(plan, results, verdict.verdict, passed_deliverables))
+    return replace(verdict, answer=answer(plan, results, verdict, passed_deliverables))
 
 
 def _verdict(plan: Plan, results: list[VariantResult]) -> Verdict:

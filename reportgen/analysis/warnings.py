@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
@@ -128,8 +128,10 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     return out
 
 
-def _after(delta) -> str:
+def _after(delta: timedelta) -> str:
     hours = delta.total_seconds() / 3600
+    if hours < 0.1:
+        return f"{delta.total_seconds() / 60:.0f} min"
     return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
 
 

@@ -159,6 +159,9 @@ def _read_store(uri: str, rel: str, info: InputFile) -> tuple[Reading, list[Mlfl
         db = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:
         return None
+    # A damaged page can hold text that is not UTF-8: read it with U+FFFD where bytes do not decode,
+    # rather than fail the whole store on one name.
+    db.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     try:
         tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
         if not {"runs", "metrics", "params", "tags"} <= tables:
@@ -206,6 +209,9 @@ def _read_store(uri: str, rel: str, info: InputFile) -> tuple[Reading, list[Mlfl
         return reading, sources
     except sqlite3.DatabaseError as exc:
         info.problem(None, f"the database cannot be read: {exc}")
+        return Reading(inputs=[info]), []
+    except UnicodeDecodeError:  # SQLite's own message about a damaged schema, in bytes that are not UTF-8
+        info.problem(None, "the database cannot be read: its schema is damaged")
         return Reading(inputs=[info]), []
     finally:
         db.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.numbers import money
+
 MAX_CHARS = 2000
 
 
@@ -17,8 +19,8 @@ def _h(value: float | None) -> str:
 def _other_costs(costs: dict) -> list[str]:
     """Other costs as given in the plan: billed with the order, or external and kept apart (R13)."""
     currency = costs["currency"]
-    parts = [f"{c['label']} {c['amount']:.2f} {currency} (with the order)" for c in costs["other_included"]]
-    parts += [f"{c['label']} {c['amount']:.2f} {currency} (external, apart from the rental)" for c in costs["external"]]
+    parts = [f"{c['label']} {money(c['amount'], currency)} (with the order)" for c in costs["other_included"]]
+    parts += [f"{c['label']} {money(c['amount'], currency)} (external, apart from the rental)" for c in costs["external"]]
     return [f"- Other costs: {_clip('; '.join(parts), 300)}"] if parts else []
 
 
@@ -63,11 +65,11 @@ def order_note(report: dict) -> str:
     campaign, costs, schedule = report["campaign"], report["costs"], report["schedule"]
     currency = costs["currency"]
     refs = ", ".join(lot["order_ref"] for lot in costs["lots"] if lot["order_ref"]) or "no order reference in the plan"
-    lots = "; ".join(f"{lot['label']} {lot['price']:.2f} {currency}" for lot in costs["lots"])
+    lots = "; ".join(f"{lot['label']} {money(lot['price'], currency)}" for lot in costs["lots"])
     if costs["cost_per_passed_output"] is None:
         per_output = f"undefined ({costs['undefined_reason']})"
     else:
-        per_output = (f"{costs['cost_per_passed_output']:.2f} {currency} over {costs['passed_outputs']} passed "
+        per_output = (f"{money(costs['cost_per_passed_output'], currency)} over {costs['passed_outputs']} passed "
                       f"output{'s' if costs['passed_outputs'] != 1 else ''} ({', '.join(costs['counted'])})")
     if schedule["actual_hours"] is None:
         window = f"{schedule['window_hours']:g} h window"
@@ -81,7 +83,7 @@ def order_note(report: dict) -> str:
         "",
         f"- Question: {_clip(campaign['question'], 300)}",
         f"- Verdict: {campaign['verdict']}. {_clip((campaign.get('answer') or {}).get('sentence') or campaign['conclusion'], 400)}",
-        f"- Confirmed cost: {costs['confirmed_total']:.2f} {currency} ({lots})",
+        f"- Confirmed cost: {money(costs['confirmed_total'], currency)} ({lots})",
         f"- Cost per passed output: {per_output}",
         *_other_costs(costs),
         f"- Hours: planned {_h(schedule['planned_hours'])}, actual {_h(schedule['actual_hours'])} ({window})",
