@@ -40,13 +40,16 @@ def _path_parts(path: str) -> tuple[str, ...]:
     return root + tuple(part for part in path.split("/") if part not in ("", "."))
 
 
+def path_key(path: str) -> tuple[str, ...]:
+    """What `same_path` compares, usable as a dict key: the last two path parts, or the one there is."""
+    parts = _path_parts(path)
+    return parts[-2:] if len(parts) >= 2 else parts
+
+
 def same_path(a: str, b: str) -> bool:
     """Whether two spellings name one checkpoint: equal, or the same last two path parts
     (a path on the training machine against the copy under LOGS)."""
-    pa, pb = _path_parts(a), _path_parts(b)
-    if pa == pb:
-        return True
-    return len(pa) >= 2 and len(pb) >= 2 and pa[-2:] == pb[-2:]
+    return path_key(a) == path_key(b)
 
 
 def metric_values(column: pd.Series, missing: float = float("nan")) -> tuple[np.ndarray, np.ndarray]:

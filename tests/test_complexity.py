@@ -1,0 +1,78 @@
+"""No analysis step slower than linear: doubling the input doubles the work counted (never the
+time, which a shared machine cannot measure reliably). The count is of the path comparisons a
+checkpoint match makes; a scan of every checkpoint per operation would quadruple it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from conftest import WINDOW_START
+
+from reportgen.analysis import checkpoints
+from reportgen.model import Campaign, CheckpointOp, Evidence, ReloadTest
+
+
+def campaign_with(saves: int) -> Campaign:
+    """One run saving `saves` checkpoints, each transferred, every tenth restored and reload-tested."""
+    campaign = Campaign(root="logs")
+    log = "runs/a-1/events.jsonl"
+    for n in range(saves):
+        at = WINDOW_START + timedelta(minutes=n)
+        path = f"ckpt/a-1/checkpoint-{n * 10}"
+        campaign.checkpoint_ops.append(CheckpointOp("a-1", "save", at, Evidence(log, 3 * n + 1), path=path,
+                                                    step=n * 10, seconds=30.0))
+        campaign.checkpoint_ops.append(CheckpointOp("a-1", "transfer", at, Evidence(log, 3 * n + 2),
+                                                    path=f"/scratch/{path}", seconds=40.0, destination="bucket"))
+        if n % 10 == 0:
+            campaign.checkpoint_ops.append(CheckpointOp("a-2", "restore", at, Evidence(log, 3 * n + 3), path=path,
+                                                        seconds=20.0))
+            campaign.reload_tests.append(ReloadTest("a-1", at, Evidence(log, 3 * n + 3), path, ok=True))
+    return campaign
+
+
+def counted_matches(monkeypatch, campaign: Campaign) -> tuple[int, dict]:
+    """run_checkpoints with every path key made and every path comparison counted."""
+    calls = 0
+
+    def counting(real):
+        def counted(*args):
+            nonlocal calls
+            calls += 1
+            return real(*args)
+        return counted
+
+    for name in ("path_key", "same_path"):  # an index makes keys; a scan would compare paths
+        if hasattr(checkpoints, name):
+            monkeypatch.setattr(checkpoints, name, counting(getattr(checkpoints, name)))
+    found = checkpoints.run_checkpoints(campaign)
+    return calls, found
+
+
+@pytest.mark.parametrize("saves", [200, 800])
+def test_matching_saves_transfers_restores_and_reload_tests_grows_linearly(monkeypatch, saves):
+    small, found = counted_matches(monkeypatch, campaign_with(saves))
+    large, _ = counted_matches(monkeypatch, campaign_with(2 * saves))
+    assert large <= 2.1 * small, (small, large)
+    # The matching is still right: every save has its transfer, every tenth its restore and reload test.
+    items = found["a-1"]
+    assert len(items) == saves and all(len(c.transfers) == 1 for c in items)
+    assert [c.step for c in items if c.restores] == [n * 10 for n in range(0, saves, 10)]
+    assert all(len(c.reload_tests) == (1 if c.restores else 0) for c in items)
+
+
+def test_a_transfer_goes_to_the_runs_own_checkpoint_before_another_runs_of_the_same_path(monkeypatch):
+    """The index keeps the rule of the scan it replaced: the run's own checkpoint first, then any run's."""
+    campaign = Campaign(root="logs")
+    at = WINDOW_START
+    for run, line in (("b-1", 1), ("a-1", 2)):
+        campaign.checkpoint_ops.append(CheckpointOp(run, "save", at, Evidence("e.jsonl", line),
+                                                    path=f"/{run}/ckpt/checkpoint-10", step=10))
+    campaign.checkpoint_ops.append(CheckpointOp("a-1", "transfer", at, Evidence("e.jsonl", 3),
+                                                path="ckpt/checkpoint-10", seconds=5.0))
+    campaign.checkpoint_ops.append(CheckpointOp("c-1", "restore", at, Evidence("e.jsonl", 4),
+                                                path="ckpt/checkpoint-10", seconds=5.0))
+    found = checkpoints.run_checkpoints(campaign)
+    assert [len(c.transfers) for c in found["a-1"]] == [1] and [len(c.transfers) for c in found["b-1"]] == [0]
+    # c-1 has no checkpoint of that path: the restore goes to the first run's that has one (b-1, saved first).
+    assert [len(c.restores) for c in found["b-1"]] == [1]
