@@ -549,6 +549,19 @@ class Campaign:
     def metric_names(self) -> list[str]:
         return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]
 
+    def timed_by_run(self) -> dict[str | None, list[tuple[datetime, float]]]:
+        """(end time, seconds) of each run's timed evaluations, checkpoint operations and reload tests,
+        in the order they were read; gathered once, and again only when more were added."""
+        size = (len(self.evaluations), len(self.checkpoint_ops), len(self.reload_tests))
+        cached = self.__dict__.get("_timed_by_run")
+        if cached is None or cached[0] != size:
+            out: dict[str | None, list[tuple[datetime, float]]] = {}
+            for item in (*self.evaluations, *self.checkpoint_ops, *self.reload_tests):
+                if item.seconds and item.at is not None:
+                    out.setdefault(item.run, []).append((item.at, float(item.seconds)))
+            cached = self.__dict__["_timed_by_run"] = (size, out)
+        return cached[1]
+
     def frames_by_run(self) -> dict[str, pd.DataFrame]:
         """Each run's rows of the metrics frame."""
         if not len(self.metrics):

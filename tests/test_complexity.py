@@ -76,3 +76,15 @@ def test_a_transfer_goes_to_the_runs_own_checkpoint_before_another_runs_of_the_s
     assert [len(c.transfers) for c in found["a-1"]] == [1] and [len(c.transfers) for c in found["b-1"]] == [0]
     # c-1 has no checkpoint of that path: the restore goes to the first run's that has one (b-1, saved first).
     assert [len(c.restores) for c in found["b-1"]] == [1]
+
+
+def test_each_runs_timed_operations_are_gathered_once_and_again_only_after_more_were_added():
+    """The pace of every run takes out its evaluations and checkpoint operations: gathered once for
+    the campaign (a scan of every record per run grew with runs x records), kept up to date."""
+    campaign = campaign_with(20)
+    first = campaign.timed_by_run()
+    assert campaign.timed_by_run() is first
+    assert len(first["a-1"]) == 20 + 20 and len(first["a-2"]) == 2  # saves and transfers; a-2's restores
+    campaign.checkpoint_ops.append(CheckpointOp("a-3", "save", WINDOW_START, Evidence("e.jsonl", 1), seconds=3.0))
+    again = campaign.timed_by_run()
+    assert again is not first and again["a-3"] == [(WINDOW_START, 3.0)]

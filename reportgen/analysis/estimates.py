@@ -48,6 +48,7 @@ from reportgen.analysis.schedule import (
 from reportgen.analysis.stops import Ledger, Stop
 from reportgen.analysis.variance import (
     INTERRUPTION_CAUSES,
+    TrainingPace,
     VarianceReport,
     lost_work,
     run_training,
@@ -417,6 +418,7 @@ class _Estimator:
         self.uncertainties: list[Uncertainty] = []
         self.frames = campaign.frames_by_run()
         self.starts = start_steps(campaign)
+        self.paces: dict[str, TrainingPace | None] = {}
 
     # -- interruptions -------------------------------------------------------------------------
     def allowance(self) -> tuple[float | None, str]:
@@ -649,15 +651,22 @@ class _Estimator:
         timed(Quantity.RELOAD_TEST, [t for t in self.campaign.reload_tests if t.new_process and t.run in ids], "test")
         return out
 
+    def _run_pace(self, run_id: str) -> TrainingPace | None:
+        """One run's training pace over its whole span, measured once however many estimates ask."""
+        if run_id not in self.paces:
+            run = self.campaign.runs.get(run_id)
+            pace = None
+            if run is not None and run.started_at is not None:
+                end = run.ended_at or run.last_seen_at or run.started_at
+                pace = run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
+                                    self.checkpoints.by_run, run.started_at, end)
+            self.paces[run_id] = pace
+        return self.paces[run_id]
+
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
         seconds, steps, evidence = 0.0, 0, []
         for run_id in run_ids:
-            run = self.campaign.runs.get(run_id)
-            if run is None or run.started_at is None:
-                continue
-            end = run.ended_at or run.last_seen_at or run.started_at
-            pace = run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
-                                self.checkpoints.by_run, run.started_at, end)
+            pace = self._run_pace(run_id)
             if pace is not None:
                 seconds += pace.seconds - pace.long_seconds
                 steps += pace.steps

@@ -402,11 +402,9 @@ class TrainingPace:
 
 def _overhead(run_id: str, campaign: Campaign) -> tuple[np.ndarray, np.ndarray]:
     """(end times in ns, seconds) of a run's evaluations, checkpoint operations and reload tests."""
-    records: list[Evaluation | CheckpointOp | ReloadTest] = [*campaign.evaluations, *campaign.checkpoint_ops,
-                                                             *campaign.reload_tests]
-    timed = [(item.at, item.seconds) for item in records if item.run == run_id and item.seconds and item.at is not None]
+    timed = campaign.timed_by_run().get(run_id, [])  # indexed once: not every record scanned per run
     at = np.array([pd.Timestamp(a).value for a, _ in timed], dtype=np.int64)
-    return at, np.array([float(sec or 0.0) for _, sec in timed], dtype=float)
+    return at, np.array([sec for _, sec in timed], dtype=float)
 
 
 def _row_evidence(path: object, line: object) -> Evidence:

@@ -92,22 +92,37 @@ class _Drawn:
         return np.union1d(self.reduced.kept, self.reduced.non_finite)
 
 
-def _series(frame: pd.DataFrame, run: str, metric: str) -> _Series | None:
+@dataclass(frozen=True)
+class _Rows:
+    """A run's rows as arrays, made once for all of its metrics: file, kind and step of each."""
+
+    paths: np.ndarray
+    kinds: np.ndarray
+    steps: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Rows:
+        return cls(frame["path"].astype(str).to_numpy(), frame["kind"].to_numpy(),
+                   frame["step"].to_numpy(dtype="float64", na_value=np.nan))
+
+
+def _series(frame: pd.DataFrame, run: str, metric: str, rows: _Rows | None = None) -> _Series | None:
     """One run's values of one metric, from the file that logged most of them, in step order."""
     logged, every = metric_values(frame[metric])
     if not logged.any():
         return None
-    rows = frame.loc[logged, ["path", "kind", "step"]]
-    counts = rows["path"].astype(str).value_counts(sort=False)
-    best = max(sorted(counts.index), key=lambda p: counts[p])
-    mine = (rows["path"].astype(str) == best).to_numpy()
-    steps = rows["step"].to_numpy(dtype="float64", na_value=np.nan)[mine]
+    rows = rows or _Rows.of(frame)
+    paths = rows.paths[logged]
+    names, counts = np.unique(paths, return_counts=True)  # sorted names: ties go to the first
+    best = str(names[int(np.argmax(counts))])
+    mine = paths == best
+    steps = rows.steps[logged][mine]
     values = every[logged][mine]
     has_step = ~np.isnan(steps)
     order = np.argsort(steps[has_step], kind="stable")
-    kinds = rows["kind"].to_numpy()[mine]
+    kinds = rows.kinds[logged][mine]
     return _Series(run, best, steps[has_step][order].astype(np.int64), values[has_step][order],
-                   bool((kinds == "eval").mean() > 0.5), sorted(set(counts.index) - {best}), int((~has_step).sum()))
+                   bool((kinds == "eval").mean() > 0.5), sorted(set(names.tolist()) - {best}), int((~has_step).sum()))
 
 
 def _kind(value: float) -> str:
@@ -340,6 +355,7 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, li
     groups = analysis.campaign.frames_by_run()
     names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     logged = {run: [m for m in names if group[m].notna().any()] for run, group in groups.items()}
+    arrays: dict[str, _Rows] = {}
     out: dict[str, list[MetricChart]] = {}
     for run_id in analysis.campaign.runs:
         if run_id not in groups:
@@ -352,7 +368,9 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, li
             for member in family:
                 if member not in groups or metric not in logged.get(member, []):
                     continue
-                series = _series(groups[member], member, metric)
+                if member not in arrays:
+                    arrays[member] = _Rows.of(groups[member])
+                series = _series(groups[member], member, metric, arrays[member])
                 if series is None:
                     continue
                 reduced = reduce(series.values, points)
