@@ -47,6 +47,7 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
     if progress:
+        progress("checking", "deliverables", 1, 1)
         progress("analysing", f"{len(campaign.runs):,} runs", 0, 1)
     with during("analysing the campaign"):
         analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None)
@@ -71,12 +72,8 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     writer = SiteWriter(out)
     try:
         reference = built.frozen.plan if built.frozen else built.plan
-        if progress:
-            progress("drawing", f"charts of {len(built.analysis.campaign.runs):,} runs", 0, 1)
         with during("drawing the run charts"):
-            figures = run_charts(built.analysis)
-        if progress:
-            progress("drawing", f"charts of {len(built.analysis.campaign.runs):,} runs", 1, 1)
+            figures = run_charts(built.analysis, progress=progress)
         with during("writing the next campaign's plan"):
             proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,

@@ -14,6 +14,7 @@ count and the legend below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -347,8 +348,9 @@ def _chart(analysis: Analysis, run_id: str, metric: str, drawn: list[_Drawn]) ->
     return {"data": data, "layout": layout, "label": label}
 
 
-def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, list[MetricChart]]:
-    """Per run id, one chart per metric it logged."""
+def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS,
+               progress: Callable[[str, str, int, int], None] | None = None) -> dict[str, list[MetricChart]]:
+    """Per run id, one chart per metric it logged; `progress` hears of each run drawn."""
     frame = analysis.campaign.metrics
     if not len(frame):
         return {}
@@ -357,7 +359,10 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS) -> dict[str, li
     logged = {run: [m for m in names if group[m].notna().any()] for run, group in groups.items()}
     arrays: dict[str, _Rows] = {}
     out: dict[str, list[MetricChart]] = {}
-    for run_id in analysis.campaign.runs:
+    total = len(analysis.campaign.runs)
+    for done, run_id in enumerate(analysis.campaign.runs, 1):
+        if progress:
+            progress("drawing", f"runs/{run_id}", done, total)
         if run_id not in groups:
             continue
         family = chain(run_id, analysis.campaign)[:-1] + [run_id] + _descendants(analysis, run_id)
