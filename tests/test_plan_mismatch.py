@@ -162,3 +162,11 @@ def test_an_empty_logs_folder_warns_that_no_run_was_found(tmp_path, write_plan, 
     assert result.exit_code == 0, result.output
     assert "warning: no run was found in the logs (no file read)" in result.output
     assert CliRunner().invoke(cli, ["build", str(logs), str(plan), "-o", str(tmp_path / "s2"), "--strict"]).exit_code == 1
+
+
+def test_a_run_naming_a_variant_the_plan_lacks_is_not_warned_again_as_unclaimed(plan):
+    """assign_variants already says "names variant 'lora-r61', which the plan does not have"."""
+    variants = {"control-1": "control", "lora-r16-1": "lora-r16", "lora-r64-1": "lora-r64", "stray-7": None}
+    campaign = campaign_of(*MATCHED, "stray-7")
+    campaign.runs["stray-7"].variant = "lora-r61"
+    assert found(plan, campaign, variants) == []

@@ -99,7 +99,8 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
                                 "in the logs")
                 for owner, patterns in owners for pattern in patterns if not _matches(pattern, run_ids)]
     step_patterns = [p for step in plan.schedule.steps for p in step.runs]
-    unclaimed = [r for r in training if run_variants.get(r) is None
+    # A run that names a variant the plan lacks is already warned about (not_in_plan): not twice.
+    unclaimed = [r for r in training if run_variants.get(r) is None and campaign.runs[r].variant is None
                  and not any(fnmatch.fnmatchcase(r, p) for p in step_patterns)]
     if unclaimed and any(run_variants.get(r) for r in training):  # none claimed at all is the mismatch above
         more = f" and {len(unclaimed) - 10} more" if len(unclaimed) > 10 else ""
