@@ -26,28 +26,17 @@ from pathlib import Path
 
 import yaml
 
-from reportgen.events import EventLog
+from reportgen.events import EventLog, ticking
 
 REPO = Path(__file__).resolve().parents[1]
 JST = timezone(timedelta(hours=9))
 START = datetime(2026, 11, 2, 9, 30, tzinfo=JST)
 
 
-def ticking(start: datetime, seconds: float):
-    at = start
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(seconds=seconds)
-        return at
-
-    return clock
-
-
 def write_run(logs: Path, run: str, steps: int, every: int, save_every: int, start: datetime) -> None:
     """One run: a metric row every `every` steps, an evaluation every 1,000, a checkpoint saved and
     transferred every `save_every`, and its end."""
-    log = EventLog(logs / "runs" / run / "events.jsonl", run=run, clock=ticking(start, 0.05))
+    log = EventLog(logs / "runs" / run / "events.jsonl", run=run, clock=ticking(start, minutes=0.05 / 60))  # a record every 0.05 s
     log.run_start(config={"lr": 2e-4, "max_steps": steps}, variant="control" if run.startswith("c") else "lora-r16")
     for step in range(every, steps + 1, every):
         log.metric(step=step, loss=2.0 / (1 + step / 1e4), grad_norm=1.0, learning_rate=2e-4 * (1 - step / steps))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = ["EventLog"]
@@ -29,6 +29,19 @@ _CAMPAIGN_TYPES = {"step_start", "step_end", "decision"}
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def ticking(start: datetime, minutes: float = 10.0) -> Callable[[], datetime]:
+    """A clock for EventLog that moves on by `minutes` each time it is read, so every record is later
+    than the one before: for writing a campaign's logs after the fact, or replaying one."""
+    at = start
+
+    def clock() -> datetime:
+        nonlocal at
+        at += timedelta(minutes=minutes)
+        return at
+
+    return clock
 
 
 class EventLog:

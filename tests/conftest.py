@@ -10,7 +10,8 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from reportgen.events import EventLog
+from reportgen.events import EventLog, ticking  # noqa: F401  (ticking: tests import it from here)
+from reportgen.plan.schema import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
@@ -53,6 +54,12 @@ def sample_plan_data() -> dict:
 
 
 @pytest.fixture
+def plan(sample_plan_data) -> Plan:
+    """The sample plan, validated (a module may override it with an edited one)."""
+    return Plan.model_validate(sample_plan_data)
+
+
+@pytest.fixture
 def write_plan(tmp_path: Path):
     """Write a plan dict (a deep copy, edited by `edit`) as YAML and return its path."""
 
@@ -76,18 +83,6 @@ class FakeClock:
 
     def hours(self, h: float) -> None:
         self.at += timedelta(hours=h)
-
-
-def ticking(start: datetime, minutes: float = 10.0):
-    """A clock for EventLog that moves on by `minutes` each time it is read: every record is later."""
-    at = start
-
-    def clock() -> datetime:
-        nonlocal at
-        at += timedelta(minutes=minutes)
-        return at
-
-    return clock
 
 
 @pytest.fixture

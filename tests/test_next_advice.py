@@ -159,13 +159,8 @@ def test_stops_of_other_variants_runs_do_not_count():
 # -- lot_advice: the ordered lot first --------------------------------------------------------------
 
 
-@pytest.fixture
-def sample_plan(sample_plan_data) -> Plan:
-    return Plan.model_validate(sample_plan_data)
-
-
-def test_a_schedule_that_fits_the_ordered_lot_orders_it_again_with_the_spare_hours(sample_plan):
-    advice = lot_advice(sample_plan, 48.0)  # R6: 48 h in the 72 h window leaves 24 h unused
+def test_a_schedule_that_fits_the_ordered_lot_orders_it_again_with_the_spare_hours(plan):
+    advice = lot_advice(plan, 48.0)  # R6: 48 h in the 72 h window leaves 24 h unused
     assert advice.recommended == advice.ordered and advice.shortfall_hours is None
     assert (advice.ordered.label, advice.ordered.price, advice.ordered.unused_hours) == ("RTX 4090, 3 days", 47.14, 24.0)
     assert advice.message == ("The suggested schedule takes 48.0 h: it fits the RTX 4090, 3 days lot you ordered "
@@ -173,13 +168,13 @@ def test_a_schedule_that_fits_the_ordered_lot_orders_it_again_with_the_spare_hou
                               "spare hours are margin, not time to fill.")
 
 
-def test_a_schedule_the_ordered_lot_cannot_hold_says_how_far_short_and_finds_the_cheapest_that_can(sample_plan):
-    advice = lot_advice(sample_plan, 78.0)  # R8: 48 h + 30 h = 78 h, 6 h over 3 days
+def test_a_schedule_the_ordered_lot_cannot_hold_says_how_far_short_and_finds_the_cheapest_that_can(plan):
+    advice = lot_advice(plan, 78.0)  # R8: 48 h + 30 h = 78 h, 6 h over 3 days
     assert advice.ordered.fits is False and advice.shortfall_hours == 6.0
     assert (advice.recommended.label, advice.recommended.price) == ("RTX 4090, 7 days", 110.0)
     assert "the RTX 4090, 3 days lot you ordered falls 6.0 h short (72 h window - 78.0 h = -6.0 h)" in advice.message
     # Counter-example: longer than every lot of the catalogue: no lot, and a reduced protocol is suggested.
-    none = lot_advice(sample_plan, 721.0)
+    none = lot_advice(plan, 721.0)
     assert none.recommended is None and "reduced protocol that still answers the question" in none.message
 
 

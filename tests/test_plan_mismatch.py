@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 from conftest import LOT_END, SAMPLE_LOGS, WINDOW_START
 
@@ -24,11 +23,6 @@ from reportgen.model import (
     WarningCode,
 )
 from reportgen.plan.schema import Plan
-
-
-@pytest.fixture
-def plan(sample_plan_data) -> Plan:
-    return Plan.model_validate(sample_plan_data)
 
 
 def campaign_of(*run_ids: str, kind: RunKind = RunKind.TRAINING) -> Campaign:

@@ -36,11 +36,6 @@ from reportgen.model import (
 from reportgen.plan.schema import Plan
 
 
-@pytest.fixture
-def plan(sample_plan_data) -> Plan:
-    return Plan.model_validate(sample_plan_data)
-
-
 def results(plan: Plan, verdicts: dict[str, tuple[VariantVerdict, float | None]]) -> list[VariantResult]:
     by_id = {v.id: v for v in plan.variants}
     return [VariantResult(by_id[v], verdict, "", [], value) for v, (verdict, value) in verdicts.items()]

@@ -90,7 +90,8 @@ def judge(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck], status
         asked = planned.get(entry.id)
         corpus = entry.corpus
         if asked is not None:
-            if entry.kind != asked.kind or None not in (asked.variant, entry.variant) and entry.variant != asked.variant:
+            other_variant = None not in (asked.variant, entry.variant) and entry.variant != asked.variant
+            if entry.kind != asked.kind or other_variant:
                 reasons.append(f"the plan's {entry.id} is {asked.kind.replace('_', ' ')}"
                                f"{f' of {asked.variant}' if asked.variant else ''}; the manifest lists "
                                f"{entry.kind.replace('_', ' ')}{f' of {entry.variant}' if entry.variant else ''}")

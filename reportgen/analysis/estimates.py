@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import numpy as np
+
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.options import LotAdvice, LotFit, lot_advice
@@ -228,17 +230,22 @@ class VariantAdvice:
 
 def divergences(campaign: Campaign, windows: dict[str, list[NonFinite]]) -> dict[str, list[Divergence]]:
     """Each run's non-finite windows with the value logged at their first row (NaN or infinite)."""
-    frame = campaign.metrics
+    groups = campaign.frames_by_run() if windows else {}
     out: dict[str, list[Divergence]] = {}
     for run, items in windows.items():
+        frame = groups.get(run)
+        if frame is not None:  # the run's own rows, as arrays made once for all its windows
+            paths = frame["path"].astype(str).to_numpy()
+            lines = frame["line"].to_numpy(dtype="float64", na_value=np.nan)
+        values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for window in items:
             value = "not finite"
             first = window.evidence[0] if window.evidence else None
-            if first is not None and window.metric in frame.columns:
-                logged, numbers = metric_values(frame[window.metric])
-                same = (frame["run"] == run) & (frame["path"] == first.path) & (frame["line"] == first.line)
-                rows = same.fillna(False).to_numpy(dtype=bool) & logged  # a nullable column's NA is no match
-                found = numbers[rows]
+            if frame is not None and first is not None and first.line is not None and window.metric in frame.columns:
+                if window.metric not in values:
+                    values[window.metric] = metric_values(frame[window.metric])
+                logged, numbers = values[window.metric]
+                found = numbers[(paths == first.path) & (lines == first.line) & logged]
                 if len(found):
                     value = "NaN" if math.isnan(found[0]) else ("infinite" if found[0] > 0 else "-infinite")
             out.setdefault(run, []).append(Divergence(run, window.metric, value, window.step, list(window.evidence)))

@@ -19,6 +19,7 @@ from reportgen.model import (
     RunKind,
     Status,
     WarningCode,
+    by_run,
 )
 from reportgen.numbers import compared
 from reportgen.numbers import difference as number_difference
@@ -144,12 +145,13 @@ def final_values(plan: Plan, campaign: Campaign) -> dict[str, Evaluation]:
     """Each training run's final evaluation of the quality metric, its evaluation runs' included:
     the value the runs table shows beside the run (the verdicts decide which runs count)."""
     evaluated_by = campaign.evaluated_by()
+    of_run = by_run(campaign.evaluations)  # grouped once: not every evaluation scanned per run
     out = {}
     for run_id, run in campaign.runs.items():
         if run.kind != RunKind.TRAINING:
             continue
-        own = {run_id, *evaluated_by.get(run_id, [])}
-        final = _final_evaluation([e for e in campaign.evaluations if e.run in own], plan.quality.metric)
+        own = [e for r in (run_id, *evaluated_by.get(run_id, [])) for e in of_run.get(r, [])]
+        final = _final_evaluation(own, plan.quality.metric)
         if final is not None:
             out[run_id] = final
     return out
