@@ -417,6 +417,23 @@ def _stretch_of(steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where((index >= 0) & (index < len(steps) - 1), index, -1)
 
 
+def _last_of_each_step(frame: pd.DataFrame, lo: datetime, hi: datetime) -> pd.DataFrame | None:
+    """The timed rows inside [lo, hi], the last (by time, then line) of each step, in step order, with
+    the columns a pace is measured from; None with fewer than two timed rows. Sorted as arrays: a run
+    of millions of rows is not sorted as a frame."""
+    at = frame["ts"].to_numpy(dtype="datetime64[ns]")
+    steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
+    ns = at.astype(np.int64)
+    rows = np.flatnonzero(~np.isnat(at) & ~np.isnan(steps) & (ns >= pd.Timestamp(lo).value) & (ns <= pd.Timestamp(hi).value))
+    if len(rows) < 2:
+        return None
+    order = np.lexsort((frame["line"].to_numpy()[rows], ns[rows], steps[rows]))  # by step, then time, then line
+    ordered = steps[rows][order]
+    last = np.append(ordered[1:] != ordered[:-1], True)
+    kept = [c for c in ("path", "line", "step", "ts", *CUMULATIVE_LENGTH_METRICS, *LENGTH_METRICS) if c in frame.columns]
+    return frame[kept].iloc[rows[order[last]]]
+
+
 def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
                   lo: datetime, hi: datetime) -> TrainingPace | None:
     """Training pace from a run's timed rows inside [lo, hi]: one point a step (its last time).
@@ -426,12 +443,8 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     """
     if frame is None or not len(frame):
         return None
-    timed = frame[frame["ts"].notna() & frame["step"].notna()]
-    timed = timed[(timed["ts"] >= pd.Timestamp(lo)) & (timed["ts"] <= pd.Timestamp(hi))]
-    if len(timed) < 2:
-        return None
-    points = timed.sort_values(["ts", "line"], kind="stable").groupby("step", sort=True).tail(1).sort_values("step")
-    if len(points) < 2:
+    points = _last_of_each_step(frame, lo, hi)
+    if points is None or len(points) < 2:
         return None
     steps = points["step"].to_numpy(dtype=np.int64)
     ts = points["ts"].to_numpy(dtype="datetime64[ns]").astype(np.int64)

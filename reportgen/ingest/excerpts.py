@@ -8,9 +8,9 @@ How an excerpt is shown (a cut line's mark, a record's values as text) is the si
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from reportgen.boundary import open_file, refusal
@@ -71,21 +71,15 @@ def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, camp
             ranges[-1][1] = hi
         else:
             ranges.append([lo, hi])
+    heads = _line_heads(path, [n for lo, hi in ranges for n in range(lo, hi + 1)])
     texts: dict[int, str] = {}
     cut: set[int] = set()
-    current = 0  # index of the first range not yet passed; line numbers only grow
-    with open_file(path) as handle:
-        for number, raw in enumerate(_line_heads(handle), start=1):
-            while current < len(ranges) and number > ranges[current][1]:
-                current += 1
-            if current == len(ranges):
-                break
-            if number >= ranges[current][0]:
-                text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                if len(text) > MAX_EXCERPT_LINE:
-                    text = text[:MAX_EXCERPT_LINE]
-                    cut.add(number)
-                texts[number] = text
+    for number, raw in heads.items():
+        text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+        if len(text) > MAX_EXCERPT_LINE:
+            text = text[:MAX_EXCERPT_LINE]
+            cut.add(number)
+        texts[number] = text
     out[rel] = [
         Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi),
                 cut=frozenset(n for n in cut if lo <= n <= hi))
@@ -94,14 +88,34 @@ def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, camp
     ]
 
 
-def _line_heads(handle) -> Iterator[bytes]:
-    """The first bytes of every line (enough to quote it): a line of hundreds of MB is never held whole."""
-    while True:
-        head = handle.readline(4 * MAX_EXCERPT_LINE)
-        if not head:
-            return
-        if not head.endswith(b"\n"):
-            rest = head
-            while rest and not rest.endswith(b"\n"):
-                rest = handle.readline(1 << 20)
-        yield head
+def _line_heads(path: Path, numbers: list[int], block_size: int = 1 << 20) -> dict[int, bytes]:
+    """The first bytes of each numbered line (enough to quote it), found block by block: a block where
+    no cited line starts has its newlines counted, not split, and a line of hundreds of MB is never
+    held whole."""
+    wanted = sorted(set(numbers))
+    heads: dict[int, bytes] = {}
+    keep = 4 * MAX_EXCERPT_LINE
+    number, head, at = 1, b"", 0  # the line the block starts in, its head so far, the next of `wanted`
+    with open_file(path) as handle:
+        while at < len(wanted):
+            block = handle.read(block_size)
+            if not block:
+                break
+            if wanted[at] > number + block.count(b"\n"):
+                number += block.count(b"\n")
+                continue
+            newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 0x0A)
+            while at < len(wanted) and wanted[at] <= number + len(newlines):
+                index = wanted[at] - number  # the line's place in the block: 0 began before it
+                start = 0 if index == 0 else int(newlines[index - 1]) + 1
+                end = int(newlines[index]) + 1 if index < len(newlines) else len(block)
+                head = head if index == 0 else b""
+                head += block[start:max(start, min(end, start + keep - len(head)))]
+                if index == len(newlines):
+                    break  # the line goes on in the next block
+                heads[wanted[at]], head = head, b""
+                at += 1
+            number += len(newlines)
+    if at < len(wanted) and number == wanted[at] and head:
+        heads[number] = head  # the last line, with no newline
+    return heads
