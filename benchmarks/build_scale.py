@@ -7,10 +7,11 @@
 Generates campaigns in reportgen's own event format, written with its EventLog: campaigns of N
 runs of 10,000 steps each (a checkpoint saved and transferred every 500 steps, an evaluation every
 1,000), and one long run of M steps with a checkpoint every 2,000. Each command runs in its own
-process; reported side by side in one run: the build's time as a ratio to its ingest (the target
-is at most 2x), the time per run as the campaign grows (flat when the build is linear), the CPU
-used as a share of one core (above 100% when both cores work), and each process's peak memory.
-"""
+process, the ingest (`inspect`, with its default workers) and the build with one worker (`-j 1`)
+and with the machine's cores taking turns; reported side by side in one run: the build's time as a
+ratio to its ingest (the target is at most 2x), the time per run as the campaign grows (flat when the
+build is linear), the CPU used as a share of one core (above 100% when both cores work; the workers'
+time counts), and each process's peak memory (its largest process: workers are forked, not added up)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from reportgen.events import EventLog, ticking
+from reportgen.parallel import cores
 
 REPO = Path(__file__).resolve().parents[1]
 JST = timezone(timedelta(hours=9))
@@ -86,16 +88,23 @@ def measured(command: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def compare(name: str, logs: Path, plan: Path, out: Path, repeats: int, runs: int) -> list[str]:
+def compare(name: str, logs: Path, plan: Path, out: Path, repeats: int, runs: int, jobs: list[int]) -> list[str]:
+    """Ingest alone, then the build with each number of jobs, each repeat taking its turn with the others
+    (a load that comes and goes on a shared machine weighs on all of them alike)."""
     reportgen = [sys.executable, "-m", "reportgen"]
-    ingest = [measured([*reportgen, "inspect", str(logs), "--json", "-q"]) for _ in range(repeats)]
-    build = [measured([*reportgen, "build", str(logs), str(plan), "-o", str(out), "-q"]) for _ in range(repeats)]
+    commands = {"inspect (ingest)": [*reportgen, "inspect", str(logs), "--json", "-q"]}
+    for n in jobs:
+        commands[f"build -j {n}"] = [*reportgen, "build", str(logs), str(plan), "-o", str(out), "-q", "-j", str(n)]
+    samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in commands}
+    for _ in range(repeats):
+        for label, command in commands.items():
+            samples[label].append(measured(command))
     rows = []
-    base = statistics.median(w for w, _, _ in ingest)
-    for label, samples in (("inspect (ingest)", ingest), ("build", build)):
-        wall = statistics.median(w for w, _, _ in samples)
-        cpu = statistics.median(c / w for w, c, _ in samples)
-        peak = max(m for _, _, m in samples)
+    base = statistics.median(w for w, _, _ in samples["inspect (ingest)"])
+    for label, taken in samples.items():
+        wall = statistics.median(w for w, _, _ in taken)
+        cpu = statistics.median(c / w for w, c, _ in taken)
+        peak = max(m for _, _, m in taken)
         rows.append(f"{name:<22} {label:<17} {wall:8.2f} {wall / base:6.2f} {wall / runs:9.3f} {cpu:6.0%} {peak:9.0f}")
     return rows
 
@@ -105,18 +114,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="*", default=[10, 50, 200], help="campaign sizes in runs")
     parser.add_argument("--steps", type=int, default=1_000_000, help="steps of the long run (0: none)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--jobs", type=int, nargs="*", default=sorted({1, cores()}),
+                        help="worker counts to build with (default: 1 and the machine's cores)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="reportgen-build-scale-") as tmp:
         root = Path(tmp)
         plan = write_plan(root / "plan.yaml")
-        print(f"{os.cpu_count()} cores, median of {args.repeats}")
+        print(f"{cores()} cores, median of {args.repeats}")
         print(f"{'campaign':<22} {'command':<17} {'seconds':>8} {'ratio':>6} {'s/run':>9} {'CPU':>6} {'peak MiB':>9}")
         for runs in args.runs:
-            for row in compare(f"{runs} runs", campaign(root, runs), plan, root / "site", args.repeats, runs):
+            for row in compare(f"{runs} runs", campaign(root, runs), plan, root / "site", args.repeats, runs, args.jobs):
                 print(row, flush=True)
         if args.steps:
             for row in compare(f"1 run, {args.steps:,} steps", long_run(root, args.steps), plan, root / "site",
-                               args.repeats, 1):
+                               args.repeats, 1, args.jobs):
                 print(row, flush=True)
 
 

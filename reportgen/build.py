@@ -34,7 +34,7 @@ def build_time() -> datetime | None:
     return datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else None
 
 
-def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Built:
+def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1) -> Built:
     """Everything but the writing: shared by `build` and `note`."""
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path)
@@ -42,27 +42,25 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None) -> Bu
     with during(f"reading the frozen plan in {logs}"):
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
-    campaign = ingest(logs, exclude={plan_path}, progress=progress)
+    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
     if progress:
         progress("checking", "deliverables", 1, 1)
-        progress("analysing", f"{len(campaign.runs):,} runs", 0, 1)
     with during("analysing the campaign"):
-        analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None)
-    if progress:
-        progress("analysing", f"{len(campaign.runs):,} runs", 1, 1)
+        analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress)
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
-          progress: Progress | None = None, single_file: bool = False) -> Built:
-    """Build the site into `out`; on any failure the previous site stays as it was."""
+          progress: Progress | None = None, single_file: bool = False, jobs: int = 1) -> Built:
+    """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
+    processes; on any failure the previous site stays as it was."""
     check_output(out, logs, plan_path)
-    built = prepare(logs, plan_path, progress)
+    built = prepare(logs, plan_path, progress, jobs)
     source = PlanSource(
         name=built.plan.path.name,
         text=built.plan.text,
@@ -73,11 +71,11 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     try:
         reference = built.frozen.plan if built.frozen else built.plan
         with during("drawing the run charts"):
-            figures = run_charts(built.analysis, progress=progress)
+            figures = run_charts(built.analysis, progress=progress, jobs=jobs)
         with during("writing the next campaign's plan"):
             proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
-                   run_figures=figures, next_plan=proposed)
+                   run_figures=figures, next_plan=proposed, jobs=jobs)
         writer.commit()
     except BaseException:
         writer.abort()

@@ -12,6 +12,7 @@ import click
 
 from reportgen import __version__
 from reportgen.errors import ReportgenError, where
+from reportgen.parallel import cores
 
 EXAMPLE_PLAN = "example-plan.yaml"
 
@@ -60,6 +61,9 @@ def warning_lines(warnings: list[dict]) -> list[str]:
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=cores, show_default="the machine's cores",
+                           help="Worker processes that share the reading, the charts and the pages "
+                                "(1: all in one process; the site is the same whatever the number).")
 logs_argument = click.argument("logs", type=click.Path(path_type=Path, readable=False))  # reportgen says what is wrong (exit 1)
 plan_argument = click.argument("plan", type=click.Path(path_type=Path, readable=False))
 
@@ -89,9 +93,10 @@ def cli() -> None:
 @click.option("--strict", is_flag=True,
               help="Exit 1 when the report has warnings (plan and logs that do not match, damaged input...); "
                    "the site is still written.")
+@jobs_option
 @quiet_option
 def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file: bool, strict: bool,
-          quiet: bool) -> None:
+          jobs: int, quiet: bool) -> None:
     """Ingest LOGS, reconcile with PLAN and write the static site.
 
     Warnings (the plan and the logs do not match, damaged files, runs whose end no log tells...) are
@@ -106,7 +111,7 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
     from reportgen.build import build as run_build
 
     progress = Progress(quiet)
-    built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file)
+    built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file, jobs=jobs)
     progress.done()
     report = built.report
     warnings = report["warnings"]
@@ -212,8 +217,9 @@ def note(logs: Path, plan: Path) -> None:
 @cli.command()
 @logs_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the reportgen.inspect/1 JSON instead of tables.")
+@jobs_option
 @quiet_option
-def inspect(logs: Path, as_json: bool, quiet: bool) -> None:
+def inspect(logs: Path, as_json: bool, jobs: int, quiet: bool) -> None:
     """Show what reportgen recognises in LOGS, without a plan.
 
     Files and their formats, runs merged across sources with their status, step range, times and
@@ -232,7 +238,7 @@ def inspect(logs: Path, as_json: bool, quiet: bool) -> None:
     from reportgen.render.inspect import build_inspect, render_text
 
     progress = Progress(quiet)
-    data = build_inspect(survey(ingest(logs, progress=progress)))
+    data = build_inspect(survey(ingest(logs, progress=progress, jobs=jobs)))
     progress.done()
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))

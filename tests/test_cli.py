@@ -99,13 +99,16 @@ def test_a_warning_found_in_several_places_is_printed_once_with_its_places():
 
 
 def test_build_progress_names_every_phase_and_reaches_each_total(tmp_path):
-    """Reading, checking, analysing, drawing and writing: no phase is silent, and each ends at its total."""
+    """Reading, deciding the runs, checking, analysing, drawing and writing: no phase is silent, and each
+    ends at its total."""
     from reportgen.build import build
 
     heard: dict[str, list[tuple[int, int]]] = {}
     build(SAMPLE_LOGS, SAMPLE_PLAN, tmp_path / "site",
           progress=lambda phase, item, done, total: heard.setdefault(phase, []).append((done, total)))
-    assert list(heard) == ["reading", "checking", "analysing", "drawing", "writing"]
+    assert list(heard) == ["reading", "deciding", "checking", "analysing", "drawing", "writing"]
     assert all(counts[-1][0] == counts[-1][1] for counts in heard.values()), heard
+    assert heard["analysing"] == [(n, 8) for n in range(1, 9)]  # each part of the analysis as it begins
+    assert heard["deciding"] == [(1, 3), (2, 3), (3, 3)]
     assert heard["drawing"][-1] == (9, 9)  # one tick a run
     assert heard["reading"][-1] == (30, 30)  # the sample's files (plan.yaml left out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -153,25 +154,37 @@ def _passed_by_variant(results: list[DeliverableResult]) -> dict[str, list[str]]
             for variant, found in passed.items()}
 
 
+ANALYSIS_PARTS = ("variants", "run ends", "stop rules", "runs", "checkpoints", "deliverables", "time variance",
+                  "next campaign")
+
+
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,
-            frozen_at: datetime | None = None) -> Analysis:
+            frozen_at: datetime | None = None, progress: Callable[[str, str, int, int], None] | None = None) -> Analysis:
     """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand;
-    `frozen_at` is when the plan was frozen, if it was."""
+    `frozen_at` is when the plan was frozen, if it was; `progress` hears of each of ANALYSIS_PARTS as it begins."""
+    def part(name: str) -> None:
+        if progress:
+            progress("analysing", name, ANALYSIS_PARTS.index(name) + 1, len(ANALYSIS_PARTS))
+
+    part("variants")
     run_variants, problems = assign_variants(plan, campaign)
     problems += unplanned_references(plan, campaign)
     problems += config_problems(campaign, run_variants)
     # What the logs say about each run's end first; then the rules, some of which need it (no_resume).
+    part("run ends")
     logged = {run_id: run_status(run, campaign) for run_id, run in campaign.runs.items()}
     interrupted: dict[str, tuple[datetime | None, list[Evidence]]] = {
         run_id: (campaign.runs[run_id].ended_at or campaign.runs[run_id].last_seen_at, status.evidence)
         for run_id, status in logged.items()
         if status.status == Status.INTERRUPTED
     }
+    part("stop rules")
     by_run = run_checkpoints(campaign)
     windows = non_finite(campaign)
     ledger = stop_rules.evaluate(plan, campaign, run_variants, interrupted, windows, by_run)
     statuses: dict[str, RunStatus] = {run_id: after_stops(status, ledger.for_run(run_id)) for run_id, status in logged.items()}
     results = variant_results(plan, campaign, run_variants, statuses, ledger)
+    part("runs")
     times = {run_id: run_time(run, plan, campaign.messages) for run_id, run in campaign.runs.items()}
     continued_by = continuations(campaign)
     order = chain_order(campaign, continued_by)
@@ -188,6 +201,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         unlinked=unlinked(campaign),
         finals=final_values(plan, campaign),
     )
+    part("checkpoints")
     saves = [op for op in campaign.checkpoint_ops if op.op == "save" and op.seconds is not None]
     measured = [t.gpu_hours for t in times.values() if t.gpu_hours is not None]
     interval = save_interval(
@@ -200,12 +214,16 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     schedule = reconcile(plan, campaign)
     checkpoints = checkpoints_report(campaign, by_run, order, plan.checkpoints.required_state, schedule.window.end,
                                      interval)
+    part("deliverables")
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
+    part("time variance")
     variance = variance_report(schedule, campaign, statuses, by_run)
     schedule = _dropped_steps(schedule, results)
     findings = check_plan(plan)
     problems = [*campaign.problems, *problems]
     spent = costs(plan, deliverables)
+    part("next campaign")
+    upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger)
     return Analysis(
         plan=plan,
         campaign=campaign,
@@ -220,7 +238,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         verdict=campaign_verdict(plan, results, _passed_by_variant(deliverables)),
         decision_points=decision_points(plan, campaign, schedule),
         options=plan_options(plan, schedule),
-        next=next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger),
+        next=upcoming,
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants,

@@ -113,8 +113,9 @@ def check_logs(logs: Path) -> None:
         raise InputError(f"{logs}: cannot be read: {exc.strerror or exc}") from None
 
 
-def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None) -> Campaign:
-    """Read every file under LOGS into the campaign model; bad records become problems."""
+def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1) -> Campaign:
+    """Read every file under LOGS into the campaign model, shared among up to `jobs` worker processes;
+    bad records become problems."""
     check_logs(logs)
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
@@ -139,7 +140,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
             continue
         found[rel] = (path, head)
     with during(f"reading {logs}"):
-        scanned = formats.read_all_formats(logs, found, progress)
+        scanned = formats.read_all_formats(logs, found, progress, jobs)
     frames = []
     for reading in scanned.readings:
         campaign.inputs.extend(reading.inputs)
@@ -152,16 +153,22 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         metrics["run"] = metrics["run"].astype(str)
         campaign.metrics = metrics
     # Which sources are one run is decided before the runs are built, then what needs whole runs.
+    if progress:
+        progress("deciding", "which files are one run", 1, 3)
     with during("deciding which files are one run"):
         merged = identity.merge(campaign, scanned.sources, scanned.notes)
         _set_apart(campaign, merged.containers, scanned.sources)
         identity.rename(campaign, merged.renames, scanned.text_logs)
         _one_name_per_metric(campaign)
     campaign.problems.extend(merged.problems)
+    if progress:
+        progress("deciding", "the runs' records", 2, 3)
     with during("building the runs"):
         if len(campaign.metrics):
             campaign.metrics = campaign.metrics.sort_values(["run", "step", "path", "line"], kind="mergesort", ignore_index=True)
         _build_runs(campaign)
+    if progress:
+        progress("deciding", "which run continues which", 3, 3)
     with during("deciding which run continues which"):
         identity.link(campaign, merged, scanned.sources, scanned.text_logs)
     with during("matching evaluations to runs"):

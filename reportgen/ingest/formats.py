@@ -84,9 +84,11 @@ def kind_of(rel: str, head: bytes) -> str | None:
     return recognise(READERS, rel, head)
 
 
-def read_all_formats(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str, str, int, int], None] | None) -> Scanned:
-    """Read every file found under LOGS (path -> (file, first bytes)); each file is read once."""
-    scan = Scan(logs, found, READERS, progress)
+def read_all_formats(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str, str, int, int], None] | None,
+                     jobs: int = 1) -> Scanned:
+    """Read every file found under LOGS (path -> (file, first bytes)), each once, the files of a
+    format that reads ahead shared among up to `jobs` workers."""
+    scan = Scan(logs, found, READERS, progress, jobs)
     read_all(scan, READERS)
     _deliverable_files(scan)
     _pointers(scan)

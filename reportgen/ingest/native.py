@@ -669,9 +669,11 @@ def recognise(rel: str, head: bytes) -> str | None:
 
 def read_files(scan: Scan) -> None:
     """Native event logs name their runs inside; their folders name the runs for text logs."""
-    for rel in scan.files("native"):
+    rels = scan.files("native")
+    read_ahead = scan.read_ahead(rels, lambda rel: read(scan.found[rel][0], rel))
+    for rel in rels:
         with scan.contained(rel, FORMAT):
-            log = read(scan.found[rel][0], rel)
+            log = read_ahead.pop(rel, None) or read(scan.found[rel][0], rel)
             scan.add(Reading([log.input], [log.metrics], log.events))
             named = {e.run for e in log.events if getattr(e, "run", None)} | {str(r) for r in log.metrics["run"].unique()}
             scan.native_runs.setdefault(parents(rel)[0], set()).update(named)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
 
@@ -32,6 +32,7 @@ from reportgen.model import (
     ManifestEntry,
     RunFacts,
 )
+from reportgen.parallel import ordered_map
 
 if TYPE_CHECKING:
     from reportgen.ingest.textlog import Session
@@ -121,13 +122,16 @@ def parent(folder: str) -> str:
     return "" if above == "." else above
 
 
+T = TypeVar("T")
+
+
 class Scan:
     """Every file found under LOGS (path -> (file, first bytes)), what each was recognised as, and
     what the readers made of them. Each file is read once: a reader marks it done."""
 
     def __init__(self, logs: Path, found: dict[str, tuple[Path, bytes]], readers: tuple[Reader, ...],
-                 progress: Callable[[str, str, int, int], None] | None = None):
-        self.logs, self.found, self.progress = logs, found, progress
+                 progress: Callable[[str, str, int, int], None] | None = None, jobs: int = 1):
+        self.logs, self.found, self.progress, self.jobs = logs, found, progress, jobs
         self.kinds = {rel: recognise(readers, rel, head) for rel, (_path, head) in found.items()}
         self.readings: list[Reading] = []
         self.claimed: set[str] = set()
@@ -139,6 +143,7 @@ class Scan:
         self.entries: list[ManifestEntry] = []  # deliverables manifests' entries
         # Sources whose completion is decided by how far another file shows them: facts and max_steps.
         self.limits: dict[str, tuple[RunFacts, int | None]] = {}
+        self.heard: set[str] = set()  # files whose reading progress has been told
 
     # What the readers call.
 
@@ -153,8 +158,29 @@ class Scan:
 
     def done(self, rel: str) -> None:
         self.claimed.add(rel)
-        if self.progress:
-            self.progress("reading", rel, len(self.claimed), len(self.found))
+        self._heard(rel)
+
+    def _heard(self, rel: str) -> None:
+        if self.progress and rel not in self.heard:
+            self.heard.add(rel)
+            self.progress("reading", rel, len(self.heard), len(self.found))
+
+    def read_ahead(self, rels: list[str], read: Callable[[str], T]) -> dict[str, T]:
+        """`read(rel)` of each file (or folder), shared among the scan's workers, for a reader to take
+        its results from; one whose read failed is left out, for the reader to read it again within
+        `contained`, which reports the failure as that file's."""
+        def attempt(rel: str) -> T | None:
+            try:
+                return read(rel)
+            except Exception:  # noqa: BLE001 - reported when the reader reads the file again
+                return None
+
+        def heard(index: int, _result: T | None) -> None:
+            if rels[index] in self.found:  # a file (a folder read whole is told of by its reader)
+                self._heard(rels[index])
+
+        results = ordered_map(attempt, rels, self.jobs, heard)
+        return {rel: result for rel, result in zip(rels, results) if result is not None}
 
     def add(self, reading: Reading) -> None:
         self.readings.append(reading)

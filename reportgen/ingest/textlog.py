@@ -749,9 +749,11 @@ def recognise(rel: str, head: bytes) -> str | None:
 def read_files(scan: Scan) -> None:
     """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
     linked to a run, or left apart, by identity."""
-    for rel in scan.files("text"):
+    rels = scan.files("text")
+    read_ahead = scan.read_ahead(rels, lambda rel: read_console(scan.found[rel][0], rel))
+    for rel in rels:
         with scan.contained(rel, FORMAT):
-            read = read_console(scan.found[rel][0], rel)
+            read = read_ahead.pop(rel, None) or read_console(scan.found[rel][0], rel)
             info, messages, sessions = read.info, read.messages, read.sessions
             folder = parents(rel)[0]
             owner = scan.owner(rel)

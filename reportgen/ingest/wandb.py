@@ -900,11 +900,24 @@ def claim_folders(scan: Scan) -> None:
 
 def read_files(scan: Scan) -> None:
     read: list[tuple[Source, WandbRun]] = []
-    for folder, key in scan.run_folders(FORMAT):
+    folders = scan.run_folders(FORMAT)
+    keys = dict(folders)
+
+    def members_of(folder: str) -> list[str]:
+        return [rel for rel in scan.members(folder) if rel not in scan.claimed]
+
+    def read_folder(folder: str) -> tuple[list[str], WandbRun]:
+        members = members_of(folder)
+        return members, read_run(scan.logs, folder, members, keys[folder])
+
+    read_ahead = scan.read_ahead([folder for folder, _key in folders], read_folder)
+    for folder, key in folders:
         source = scan.sources[key]
         with scan.contained(source.evidence.path, FORMAT):
-            members = [rel for rel in scan.members(folder) if rel not in scan.claimed]
-            run = read_run(scan.logs, folder, members, key)
+            members = members_of(folder)
+            ahead = read_ahead.pop(folder, None)
+            # Read ahead with the same files, unless a folder read before it took some of them.
+            run = ahead[1] if ahead is not None and ahead[0] == members else read_run(scan.logs, folder, members, key)
             scan.add(run.reading)
             for rel in run.claimed:
                 scan.done(rel)

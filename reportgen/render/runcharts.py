@@ -23,6 +23,7 @@ import pandas as pd
 from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
 from reportgen.model import METRIC_FRAME_COLUMNS, metric_values, same_metric
+from reportgen.parallel import ordered_map
 from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, text_width
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
 
@@ -95,35 +96,43 @@ class _Drawn:
 
 @dataclass(frozen=True)
 class _Rows:
-    """A run's rows as arrays, made once for all of its metrics: file, kind and step of each."""
+    """A run's rows as arrays, made once for all of its metrics: file (a code into `names`), kind and
+    step of each."""
 
-    paths: np.ndarray
+    files: np.ndarray
+    names: np.ndarray
     kinds: np.ndarray
     steps: np.ndarray
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Rows:
-        return cls(frame["path"].astype(str).to_numpy(), frame["kind"].to_numpy(),
+        files, names = pd.factorize(frame["path"].astype(str))
+        return cls(files, np.asarray(names, dtype=object), frame["kind"].to_numpy(),
                    frame["step"].to_numpy(dtype="float64", na_value=np.nan))
 
 
 def _series(frame: pd.DataFrame, run: str, metric: str, rows: _Rows | None = None) -> _Series | None:
-    """One run's values of one metric, from the file that logged most of them, in step order."""
+    """One run's values of one metric, from the file that logged most of them (of equals, the first by
+    name), in step order."""
     logged, every = metric_values(frame[metric])
     if not logged.any():
         return None
     rows = rows or _Rows.of(frame)
-    paths = rows.paths[logged]
-    names, counts = np.unique(paths, return_counts=True)  # sorted names: ties go to the first
-    best = str(names[int(np.argmax(counts))])
-    mine = paths == best
+    files = rows.files[logged]
+    counts = np.bincount(files, minlength=len(rows.names))
+    present = np.flatnonzero(counts)
+    most = present[counts[present] == counts.max()]
+    best_code = min(most, key=lambda code: rows.names[code])
+    best = str(rows.names[best_code])
+    mine = files == best_code
     steps = rows.steps[logged][mine]
     values = every[logged][mine]
     has_step = ~np.isnan(steps)
     order = np.argsort(steps[has_step], kind="stable")
     kinds = rows.kinds[logged][mine]
+    others = sorted(str(rows.names[code]) for code in present if code != best_code)
     return _Series(run, best, steps[has_step][order].astype(np.int64), values[has_step][order],
-                   bool((kinds == "eval").mean() > 0.5), sorted(set(names.tolist()) - {best}), int((~has_step).sum()))
+                   bool((kinds == "eval").mean() > 0.5), others, int((~has_step).sum()))
 
 
 def _kind(value: float) -> str:
@@ -349,48 +358,56 @@ def _chart(analysis: Analysis, run_id: str, metric: str, drawn: list[_Drawn]) ->
 
 
 def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS,
-               progress: Callable[[str, str, int, int], None] | None = None) -> dict[str, list[MetricChart]]:
-    """Per run id, one chart per metric it logged; `progress` hears of each run drawn."""
+               progress: Callable[[str, str, int, int], None] | None = None, jobs: int = 1) -> dict[str, list[MetricChart]]:
+    """Per run id, one chart per metric it logged, the runs shared among `jobs` workers; `progress`
+    hears of each run drawn."""
     frame = analysis.campaign.metrics
     if not len(frame):
         return {}
     groups = analysis.campaign.frames_by_run()
     names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     logged = {run: [m for m in names if group[m].notna().any()] for run, group in groups.items()}
-    arrays: dict[str, _Rows] = {}
-    out: dict[str, list[MetricChart]] = {}
-    total = len(analysis.campaign.runs)
-    for done, run_id in enumerate(analysis.campaign.runs, 1):
+    runs = list(analysis.campaign.runs)
+    arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
+
+    def charts_of(run_id: str) -> list[MetricChart]:
+        return _run_charts(analysis, run_id, groups, logged, arrays, points) if run_id in groups else []
+
+    def heard(index: int, _charts: list[MetricChart]) -> None:
         if progress:
-            progress("drawing", f"runs/{run_id}", done, total)
-        if run_id not in groups:
-            continue
-        family = chain(run_id, analysis.campaign)[:-1] + [run_id] + _descendants(analysis, run_id)
-        charts = []
-        for index, metric in enumerate(_order(analysis, logged[run_id])):
-            drawn: list[_Drawn] = []
-            caption = []
-            for member in family:
-                if member not in groups or metric not in logged.get(member, []):
-                    continue
-                if member not in arrays:
-                    arrays[member] = _Rows.of(groups[member])
-                series = _series(groups[member], member, metric, arrays[member])
-                if series is None:
-                    continue
-                reduced = reduce(series.values, points)
-                mine = member == run_id
-                relation = "" if mine else (" (before the resume)" if member in family[:family.index(run_id)] else " (after the resume)")
-                drawn.append(_Drawn(series, reduced, member + relation, mine))
-                text = f"{member}: {reduced.label()}, from {series.path}"
-                if series.also_in:
-                    text += f" (also logged in {', '.join(series.also_in)})"
-                if series.without_step:
-                    text += f"; {series.without_step:,} value{'s' if series.without_step != 1 else ''} without a step not drawn"
-                caption.append(text)
-            charts.append(MetricChart(f"m{index}", metric, _chart(analysis, run_id, metric, drawn), "; ".join(caption)))
-        out[run_id] = charts
-    return out
+            progress("drawing", f"runs/{runs[index]}", index + 1, len(runs))
+
+    return {run_id: charts for run_id, charts in zip(runs, ordered_map(charts_of, runs, jobs, heard)) if run_id in groups}
+
+
+def _run_charts(analysis: Analysis, run_id: str, groups: dict[str, pd.DataFrame], logged: dict[str, list[str]],
+                arrays: dict[str, _Rows], points: int) -> list[MetricChart]:
+    """One chart per metric the run logged, with the runs it continues and that continue it."""
+    family = chain(run_id, analysis.campaign)[:-1] + [run_id] + _descendants(analysis, run_id)
+    charts = []
+    for index, metric in enumerate(_order(analysis, logged[run_id])):
+        drawn: list[_Drawn] = []
+        caption = []
+        for member in family:
+            if member not in groups or metric not in logged.get(member, []):
+                continue
+            if member not in arrays:
+                arrays[member] = _Rows.of(groups[member])
+            series = _series(groups[member], member, metric, arrays[member])
+            if series is None:
+                continue
+            reduced = reduce(series.values, points)
+            mine = member == run_id
+            relation = "" if mine else (" (before the resume)" if member in family[:family.index(run_id)] else " (after the resume)")
+            drawn.append(_Drawn(series, reduced, member + relation, mine))
+            text = f"{member}: {reduced.label()}, from {series.path}"
+            if series.also_in:
+                text += f" (also logged in {', '.join(series.also_in)})"
+            if series.without_step:
+                text += f"; {series.without_step:,} value{'s' if series.without_step != 1 else ''} without a step not drawn"
+            caption.append(text)
+        charts.append(MetricChart(f"m{index}", metric, _chart(analysis, run_id, metric, drawn), "; ".join(caption)))
+    return charts
 
 
 def _descendants(analysis: Analysis, run_id: str) -> list[str]:

@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from reportgen.errors import BuildError, during
 from reportgen.model import Excerpt, QuotedRecord
 from reportgen.numbers import figure, money
+from reportgen.parallel import ordered_map
 from reportgen.render import charts as charts_module
 from reportgen.render.nextplan import FILE as NEXT_PLAN
 from reportgen.render.note import order_note
@@ -223,10 +224,10 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
                custom_templates: Path | None = None, progress: Callable[[str, str, int, int], None] | None = None,
                single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None,
-               next_plan: str | None = None) -> None:
+               next_plan: str | None = None, jobs: int = 1) -> None:
     """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
     the next campaign's draft plan; with `single_file`, also report.html: every page in one self-contained
-    file for attaching."""
+    file for attaching. The pages are rendered by up to `jobs` workers and written in order."""
     env = _environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     # single_file: the one-file report's name, which every page's header links to, when it is built
@@ -234,11 +235,18 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     run_figures = run_figures or {}
     with during("writing the site"):
         pages = _pages(report, sources, False, run_figures)
-        for done, (page, template, extra) in enumerate(pages, 1):
+
+        def rendered(entry: tuple[Page, str, dict]) -> str:
+            page, template, extra = entry
             with during(f"writing {page.file}"):
-                writer.write(page.file, _render(env, template, page=page, **common, **extra))
+                return _render(env, template, page=page, **common, **extra)
+
+        def write(index: int, html: str) -> None:
+            writer.write(pages[index][0].file, html)
             if progress:
-                progress("writing", page.file, done, len(pages))
+                progress("writing", pages[index][0].file, index + 1, len(pages))
+
+        ordered_map(rendered, pages, jobs, write)
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
