@@ -56,3 +56,13 @@ def test_a_wrong_data_crc_skips_that_record_only(tmp_path):
     assert rows == [(10, 1.5), (30, 1.0)]
     assert (info.records, info.skipped) == (2, 1)
     assert [(p.line, p.message) for p in info.problems] == [(2, "record 2 at byte 42: the data CRC does not match; record skipped")]
+
+
+def test_a_record_whose_step_runs_past_its_end_is_reported_and_the_next_one_read(tmp_path):
+    """An 18-byte record that starts like an event (wall time, step key) but whose step varint does not end
+    inside it: a damaged record like any other, not an error of the reader."""
+    data = b"\x09" + struct.pack("<d", WALL) + b"\x10" + b"\xff" * 8
+    info, rows = read(tmp_path, [record(data), record(event(20, 1.25))])
+    assert rows == [(20, 1.25)]
+    assert (info.records, info.skipped) == (1, 1)
+    assert [(p.line, p.message) for p in info.problems] == [(1, "record 1: not a readable Event (index out of range); record skipped")]

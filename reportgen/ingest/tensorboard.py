@@ -14,18 +14,27 @@ hand for the few fields reportgen needs:
 Scalars come from `simple_value` (torch's SummaryWriter, Keras) and from one-element tensors
 (tf.summary, the `scalars` plugin). A record whose CRC fails is reported and skipped; a file
 cut off mid-record (a killed writer) is reported, and everything before the cut is kept.
+
+A file is read a batch of records at a time: one pass frames the records and computes their CRCs;
+the records in the layout writers give a lone simple_value (nearly all of a large file) are then
+decoded with numpy, all at once, and any other record field by field. Values are kept in arrays,
+not as a Python object each, and the frame is built from those arrays once the file's bytes are
+released, so a large file needs little more memory than its bytes and its values' arrays.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+from array import array
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 import google_crc32c
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from numpy.lib.stride_tricks import sliding_window_view
 
 from reportgen.boundary import read_file
 from reportgen.ingest import hf
@@ -35,7 +44,6 @@ from reportgen.ingest.common import (
     MAX_COUNT,
     Reading,
     is_eval,
-    metric_frame,
 )
 from reportgen.ingest.protowire import fields, signed, varint
 from reportgen.ingest.scan import Reader, Scan, Source, parents
@@ -138,8 +146,16 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
     return float(signed(varint(buf, a)[0]))
 
 
+BATCH = 1 << 16  # records framed, checked and decoded at a time: bounds the arrays a batch needs
+_COLUMNS = ("record", "wall", "step", "tag", "value")
+_COLUMN_TYPES = {"record": np.int64, "wall": np.float64, "step": np.int64, "tag": np.int32, "value": np.float64}
+
+
 class _Scalars:
-    """The scalar values of one file, column by column."""
+    """The scalar values of one file: arrays a batch at a time, and the tags they name.
+
+    The field-by-field decoder (`_event`) appends to the lists, which each batch then moves into its arrays.
+    """
 
     def __init__(self):
         self.record: list[int] = []
@@ -148,12 +164,54 @@ class _Scalars:
         self.tag: list[str] = []
         self.value: list[float] = []
         self.plugins: dict[str, str | None] = {}  # each tag's plugin, from the first metadata seen
-        self.tag_names: dict[bytes, str] = {}
         self.texts: dict[str, str] = {}  # the first text summary of each tag (the Trainer's "args")
+        self.names: list[str] = []  # the tags, by the number the "tag" arrays hold
+        self.numbers: dict[str, int] = {}
+        self.raw_numbers: dict[bytes, int] = {}  # a tag's bytes as written, to its number
+        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in _COLUMNS}
+
+    def number(self, name: str) -> int:
+        """The number of a tag, given one when first seen."""
+        number = self.numbers.get(name)
+        if number is None:
+            number = self.numbers[name] = len(self.names)
+            self.names.append(name)
+        return number
+
+    def raw_number(self, raw: bytes) -> int:
+        """The number of a tag as its bytes are written (decoded as the field-by-field decoder does)."""
+        number = self.raw_numbers.get(raw)
+        if number is None:
+            number = self.raw_numbers[raw] = self.number(raw.decode("utf-8", errors="replace"))
+        return number
+
+    def add(self, batch: dict[str, np.ndarray]) -> None:
+        """A batch's values, with the decoder's values of the same batch put in record order among them."""
+        if self.record:
+            decoded = {"record": self.record, "wall": self.wall, "step": self.step,
+                       "tag": [self.number(tag) for tag in self.tag], "value": self.value}
+            at = np.searchsorted(batch["record"], np.asarray(self.record, dtype=np.int64))
+            batch = {name: np.insert(batch[name], at, np.asarray(decoded[name], dtype=_COLUMN_TYPES[name]))
+                     for name in _COLUMNS}
+            for values in (self.record, self.wall, self.step, self.tag, self.value):
+                values.clear()
+        for name in _COLUMNS:
+            self.parts[name].append(batch[name])
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Each column as one array; the batches' arrays are released as each column is joined."""
+        columns = {}
+        for name in _COLUMNS:
+            parts = self.parts.pop(name)
+            if len(parts) == 1:
+                columns[name] = parts[0]
+            else:
+                columns[name] = np.concatenate([np.empty(0, dtype=_COLUMN_TYPES[name]), *parts])
+        return columns
 
 
 def _event(buf: bytes, record: int, out: _Scalars) -> None:
-    """Decode one Event record in any field order; read() decodes the common layout inline."""
+    """Decode one Event record in any field order (the records `_simple_values` does not take)."""
     wall = 0.0
     step = 0
     summary = None
@@ -206,116 +264,225 @@ def _value(buf: bytes, a: int, b: int, record: int, wall: float, step: int, out:
     out.value.append(value)
 
 
+def _mask(crc: np.ndarray) -> np.ndarray:
+    """CRC-32C values masked as TFRecord stores them (see masked_crc)."""
+    crc = crc.astype(np.uint32)
+    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
+
+
+class _Bytes:
+    """A file's bytes with numpy views that read a byte, or a little-endian number, at any offset."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.u8 = np.frombuffer(data, dtype=np.uint8)
+        self.last = len(data) - 1
+        self.u32 = self._at("<u4")
+        self.u64 = self._at("<u8")
+        self.f32 = self._at("<f4")
+        self.f64 = self._at("<f8")
+
+    def _at(self, dtype: str) -> np.ndarray:
+        """A view whose element i is the number of this type starting at byte i (unaligned reads)."""
+        size = np.dtype(dtype).itemsize
+        return np.ndarray((max(len(self.data) - size + 1, 0),), dtype, buffer=self.data, strides=(1,))
+
+    def byte(self, at: np.ndarray) -> np.ndarray:
+        """The byte at each offset; an offset past the end reads the last byte, where a layout check
+        reads past a record that is too short for it (and fails on the record's length anyway)."""
+        return self.u8[np.minimum(at, self.last)]
+
+
+class _Records:
+    """Frames a file's TFRecords a batch at a time, checking each length's CRC as it goes: a wrong one
+    leaves the rest of the file unframed, so framing has to stop there."""
+
+    def __init__(self, data: bytes, whole: bool):
+        self.data = data
+        self.whole = whole  # False: the budget cut the file, and a record cut off at its end is not damage
+        self.pos = 0
+        self.count = 0  # records met so far, damaged ones included
+        self.done = not data
+        self.end: tuple[int, str] | None = None  # the problem that ended the framing, if one did
+        self.cut_off = False
+
+    def batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Up to BATCH more records: the offset of each one's data, and the CRC-32C of that data
+        (compared with the stored one by the caller, all at once)."""
+        buf, size, pos, record = self.data, len(self.data), self.pos, self.count
+        starts, crcs = array("q"), array("I")
+        add_start, add_crc = starts.append, crcs.append
+        header, crc32c = _HEADER.unpack_from, google_crc32c.value
+        limit = record + BATCH
+        while record < limit:
+            if pos >= size:
+                self.done = True
+                break
+            record += 1
+            if size - pos < 12:
+                if self.whole:
+                    self.end = (record, f"cut off in the header of record {record} ({size - pos} bytes left): "
+                                        "the writer stopped mid-record")
+                    self.cut_off = True
+                self.done = True
+                break
+            length, length_crc = header(buf, pos)
+            crc = crc32c(buf[pos:pos + 8])
+            if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
+                self.end = (record, f"record {record} at byte {pos}: the length's CRC does not match; "
+                                    "the rest of the file cannot be framed and is not read")
+                self.done = True
+                break
+            start = pos + 12
+            end = start + length
+            if end + 4 > size:
+                if self.whole:
+                    self.end = (record, f"record {record} is cut off ({size - start} of {length + 4} bytes): "
+                                        "the writer stopped mid-record")
+                    self.cut_off = True
+                self.done = True
+                break
+            add_start(start)
+            add_crc(crc32c(buf[start:end]))
+            pos = end + 4
+        self.pos, self.count = pos, record
+        return np.frombuffer(starts, dtype=np.int64), np.frombuffer(crcs, dtype=np.uint32)
+
+
+def _simple_values(data: _Bytes, starts: np.ndarray, lengths: np.ndarray) -> dict[str, np.ndarray]:
+    """The records holding one simple_value in the layout writers give it, decoded all at once:
+    Event {1: wall_time, 2: step, 5: Summary {1: Value {1: tag, 2: simple_value}}}, the lengths of the
+    summary, value and tag one byte each. "index" says which of `starts` they are; the others need `_event`.
+    """
+    byte = data.byte
+    index = np.flatnonzero((lengths > 16) & (byte(starts) == 0x09) & (byte(starts + 9) == 0x10))
+    start, length = starts[index], lengths[index]
+    # The step: a varint from byte 10, of ten bytes at most; one that does not fit 63 bits is no step here.
+    step = np.zeros(len(index), dtype=np.uint64)
+    after = np.full(len(index), 20)  # where the varint ends, relative to the record (past ten bytes: byte 20)
+    open_ = np.ones(len(index), dtype=bool)
+    too_big = np.zeros(len(index), dtype=bool)
+    for k in range(10):
+        part = byte(start + 10 + k)
+        if k < 9:
+            step |= np.where(open_, part & 0x7F, 0).astype(np.uint64) << np.uint64(7 * k)
+        else:
+            too_big = open_ & ((part & 0x7F) != 0)
+        ends = open_ & (part < 0x80)
+        after[ends] = 11 + k
+        open_ &= ~ends
+        if not open_.any():
+            break
+    at = start + after  # the Summary's key
+    tag_length = byte(at + 5)
+    tag_end = after + 6 + tag_length
+    simple = (~too_big & (after + 6 < length) & (byte(at) == 0x2A) & (byte(at + 1) + after + 2 == length)
+              & (byte(at + 2) == 0x0A) & (byte(at + 3) + after + 4 == length) & (byte(at + 4) == 0x0A)
+              & (tag_length < 0x80) & (tag_end + 5 == length) & (byte(start + tag_end) == 0x15))
+    start = start[simple]
+    return {
+        "index": index[simple],
+        "wall": data.f64[start + 1],
+        "step": step[simple].astype(np.int64),
+        "tag_start": (at + 6)[simple],
+        "tag_length": tag_length[simple],
+        "value": data.f32[start + tag_end[simple] + 1].astype(np.float64),
+    }
+
+
+def _tag_numbers(data: _Bytes, tag_start: np.ndarray, tag_length: np.ndarray, out: _Scalars) -> np.ndarray:
+    """The number of each tag, given by its bytes: each distinct tag is decoded once."""
+    numbers = np.empty(len(tag_start), dtype=np.int32)
+    for length in np.unique(tag_length).tolist():
+        rows = np.flatnonzero(tag_length == length)
+        if length == 0:
+            numbers[rows] = out.raw_number(b"")
+            continue
+        raw = sliding_window_view(data.u8, length)[tag_start[rows]]
+        distinct, which = np.unique(raw.view(f"V{length}").ravel(), return_inverse=True)
+        known = np.array([out.raw_number(tag.tobytes()) for tag in distinct], dtype=np.int32)
+        numbers[rows] = known[which]
+    return numbers
+
+
+def _decode(data: bytes, whole: bool, info: InputFile) -> _Scalars:
+    """Frame, check and decode every record, a batch at a time; problems are reported in record order."""
+    out = _Scalars()
+    view = _Bytes(data)
+    records = _Records(data, whole)
+    while not records.done:
+        first = records.count
+        starts, crcs = records.batch()
+        numbers = np.arange(first + 1, first + 1 + len(starts))
+        lengths = view.u64[starts - 12].astype(np.int64)
+        intact = _mask(crcs) == view.u32[starts + lengths]
+        problems = [(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
+                    for record, start in zip(numbers[~intact].tolist(), starts[~intact].tolist(), strict=True)]
+        info.skipped += len(problems)
+        starts, lengths, numbers = starts[intact], lengths[intact], numbers[intact]
+        info.records += len(starts)
+        simple = _simple_values(view, starts, lengths)
+        others = np.ones(len(starts), dtype=bool)
+        others[simple["index"]] = False
+        for index in np.flatnonzero(others).tolist():
+            record, start = int(numbers[index]), int(starts[index])
+            try:
+                _event(data[start:start + int(lengths[index])], record, out)
+            except (ValueError, IndexError, struct.error) as exc:
+                info.records -= 1
+                info.skipped += 1
+                problems.append((record, f"record {record}: not a readable Event ({exc}); record skipped"))
+        out.add({"record": numbers[simple["index"]], "wall": simple["wall"], "step": simple["step"],
+                 "tag": _tag_numbers(view, simple["tag_start"], simple["tag_length"], out), "value": simple["value"]})
+        for record, message in sorted(problems):
+            info.problem(record, message)
+    if records.end is not None:
+        info.problem(*records.end)
+        info.skipped += 1
+        info.cut_off = records.cut_off
+    return out
+
+
 def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) -> tuple[InputFile, pd.DataFrame]:
     """Read one event file: its InputFile and a frame with one row per scalar value; `texts`, when
     given, receives the file's text summaries by tag (the Trainer writes its arguments as "args")."""
     info = InputFile(path=rel, format=FORMAT)
-    out = _Scalars()
-    read = read_file(path, LOG_BUDGET)
-    if not read.whole:
-        info.problem(None, read.budget_note("records"))
-    buf = read.data
-    size = len(buf)
-    pos = 0
-    record = 0
-    masked = masked_crc
-    header = _HEADER.unpack_from
-    u32 = _U32.unpack_from
-    unpack_double, unpack_float = _DOUBLE.unpack_from, _FLOAT.unpack_from
-    records, walls, steps, tags, values = out.record, out.wall, out.step, out.tag, out.value
-    tag_names = out.tag_names
-    while pos < size:
-        record += 1
-        if size - pos < 12:
-            if not read.whole:
-                break  # reportgen's budget ends the read here, not the writer
-            info.problem(record, f"cut off in the header of record {record} ({size - pos} bytes left): the writer stopped mid-record")
-            info.skipped += 1
-            info.cut_off = True
-            break
-        length, length_crc = header(buf, pos)
-        if masked(buf[pos:pos + 8]) != length_crc:
-            info.problem(record, f"record {record} at byte {pos}: the length's CRC does not match; the rest of the file cannot be framed and is not read")
-            info.skipped += 1
-            break
-        start = pos + 12
-        end = start + length
-        if end + 4 > size:
-            if not read.whole:
-                break
-            info.problem(record, f"record {record} is cut off ({size - start} of {length + 4} bytes): the writer stopped mid-record")
-            info.skipped += 1
-            info.cut_off = True
-            break
-        data = buf[start:end]
-        pos = end + 4
-        if masked(data) != u32(buf, end)[0]:
-            info.problem(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
-            info.skipped += 1
-            continue
-        info.records += 1
-        # Fast path for the common record {1: wall_time, 2: step, 5: {1: {1: tag, 2: simple_value}}}
-        # with short lengths, decoded inline; anything else goes through the general decoder.
-        if length > 16 and data[0] == 0x09 and data[9] == 0x10:
-            i = 10
-            byte = data[i]
-            step = byte & 0x7F
-            shift = 7
-            while byte >= 0x80 and shift < 64:
-                i += 1
-                byte = data[i]
-                step |= (byte & 0x7F) << shift
-                shift += 7
-            i += 1
-            if (i + 6 < length and data[i] == 0x2A and data[i + 1] + i + 2 == length and data[i + 2] == 0x0A
-                    and data[i + 3] + i + 4 == length and data[i + 4] == 0x0A and data[i + 5] < 0x80):
-                tag_end = i + 6 + data[i + 5]
-                if tag_end + 5 == length and data[tag_end] == 0x15 and step < 1 << 63:
-                    raw = data[i + 6:tag_end]
-                    tag = tag_names.get(raw)
-                    if tag is None:
-                        tag = tag_names[raw] = raw.decode("utf-8", errors="replace")
-                    records.append(record)
-                    walls.append(unpack_double(data, 1)[0])
-                    steps.append(step)
-                    tags.append(tag)
-                    values.append(unpack_float(data, tag_end + 1)[0])
-                    continue
-        try:
-            _event(data, record, out)
-        except (ValueError, IndexError, struct.error) as exc:
-            info.records -= 1
-            info.problem(record, f"record {record}: not a readable Event ({exc}); record skipped")
-            info.skipped += 1
-            continue
+    loaded = read_file(path, LOG_BUDGET)
+    if not loaded.whole:
+        info.problem(None, loaded.budget_note("records"))
+    out = _decode(loaded.data, loaded.whole, info)
+    del loaded  # the file's bytes: the frame is built from the values' arrays alone
     if texts is not None:
         texts.update(out.texts)
-    _skip_huge_steps(out, info)
-    walls = np.asarray(out.wall, dtype=np.float64)
+    columns = out.columns()
+    _skip_huge_steps(columns, info)
+    walls, records = columns["wall"], columns["record"]
     absurd = ~((walls == 0) | ((walls > 0) & (walls < EPOCH_END)))  # 0: the record has no wall time
     if absurd.any():
         at = int(np.argmax(absurd))
-        info.problem(out.record[at], f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
-                     f"(first: {out.wall[at]!r} at record {out.record[at]}); their values are read, their times are not")
-    return info, _frame(out, rel, run, np.where(absurd, np.nan, walls))
+        info.problem(int(records[at]), f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
+                     f"(first: {float(walls[at])!r} at record {int(records[at])}); their values are read, their times are not")
+        columns["wall"] = np.where(absurd, np.nan, walls)
+    del walls, records
+    return info, _frame(columns, out.names, rel, run)
 
 
-def _skip_huge_steps(out: _Scalars, info: InputFile) -> None:
+def _skip_huge_steps(columns: dict[str, np.ndarray], info: InputFile) -> None:
     """Records at a step past any campaign's (and, past 2^63, past the frame's 64 bits) are damaged:
     reported at the first, counted as skipped, and left out, as the native reader does."""
-    huge = np.abs(np.asarray(out.step, dtype=np.float64)) > MAX_COUNT
+    steps, records = columns["step"], columns["record"]
+    huge = np.abs(steps.astype(np.float64)) > MAX_COUNT
     if not huge.any():
         return
     first = int(np.argmax(huge))
-    bad = sorted({out.record[i] for i in np.flatnonzero(huge)})
-    info.problem(out.record[first], f"{len(bad):,} record(s) at a step past any step a campaign logged ({MAX_COUNT:.0e}; "
-                 f"first: step {out.step[first]} at record {out.record[first]}); skipped")
-    info.records -= len(bad)
-    info.skipped += len(bad)
-    keep = np.flatnonzero(~huge)
-    for name in ("record", "wall", "step", "tag", "value"):
-        column = getattr(out, name)
-        setattr(out, name, [column[i] for i in keep])
+    bad = len(np.unique(records[huge]))
+    info.problem(int(records[first]), f"{bad:,} record(s) at a step past any step a campaign logged ({MAX_COUNT:.0e}; "
+                 f"first: step {int(steps[first])} at record {int(records[first])}); skipped")
+    info.records -= bad
+    info.skipped += bad
+    keep = ~huge
+    for name in _COLUMNS:
+        columns[name] = columns[name][keep]
 
 
 # Lightning's TensorBoardLogger writes hp_metric = -1 at step 0 beside the hyperparameters (default_hp_metric):
@@ -323,30 +490,60 @@ def _skip_huge_steps(out: _Scalars, info: InputFile) -> None:
 PLACEHOLDER = ("hp_metric", 0, -1.0)
 
 
-def _frame(out: _Scalars, rel: str, run: str, walls: np.ndarray) -> pd.DataFrame:
+@cache
+def _text_dtype() -> object:
+    """The type pandas gives a column of strings, as metric_frame's run and kind columns get it
+    (str, held by pyarrow, from pandas 3; object before)."""
+    return pd.DataFrame({"text": pd.array(["text"], dtype=object)})["text"].dtype
+
+
+def _text(words: list[str], codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """A column of strings whose row i is words[codes[i]]: expanded by pyarrow from the few words,
+    without a Python string per row. With no rows, pandas has no strings to infer str from: object."""
+    if not len(codes):
+        return pd.array([], dtype=object)
+    dense = pa.DictionaryArray.from_arrays(codes, pa.array(words, pa.large_string())).cast(pa.large_string())
+    return pd.array(dense, dtype=_text_dtype())
+
+
+def _frame(columns: dict[str, np.ndarray], names: list[str], rel: str, run: str) -> pd.DataFrame:
     """One row per (record, tag): the tag's column holds the value, the others are null; a wall time
-    that is NaN (none, or no time) leaves the row's time null."""
+    that is NaN (none, or no time) leaves the row's time null. The columns and their types are
+    metric_frame's; they are built from the arrays, without a Python object per row."""
     tag, step, value = PLACEHOLDER
-    if tag in out.tag:
-        keep = [i for i, t in enumerate(out.tag) if not (t == tag and out.step[i] == step and out.value[i] == value)]
-        if len(keep) < len(out.tag):
-            for name in ("record", "step", "tag", "value"):
-                column = getattr(out, name)
-                setattr(out, name, [column[i] for i in keep])
-            walls = walls[keep]
-    rows = len(out.record)
-    values = np.asarray(out.value, dtype=np.float64)
-    tags = np.asarray(out.tag, dtype=object)
-    metrics = {}
-    for tag in sorted(set(out.tag)):
-        present = tags == tag
-        metrics[tag] = pa.array(values, mask=~present)
+    if tag in names:
+        drop = (columns["tag"] == names.index(tag)) & (columns["step"] == step) & (columns["value"] == value)
+        if drop.any():
+            for name in _COLUMNS:
+                columns[name] = columns[name][~drop]
+    records, walls, steps, tags, values = (columns.pop(name) for name in _COLUMNS)
+    rows = len(records)
     timed = walls > 0
-    stamps = pa.array((np.where(timed, walls, 0) * 1e6).round().astype(np.int64), pa.timestamp("us", tz="UTC"),
-                      mask=~timed) if rows else pa.array([], pa.timestamp("us", tz="UTC"))
-    kind_of = {t: "eval" if is_eval(t) else "train" for t in set(out.tag)}
-    kinds = [kind_of[t] for t in out.tag]
-    return metric_frame(rel, out.record, run, kinds, out.step, stamps, metrics)
+    micros = np.where(timed, walls, 0)
+    del walls
+    micros *= 1e6
+    stamps = pa.array(micros.round(out=micros).astype(np.int64), pa.timestamp("us", tz="UTC"), mask=~timed)
+    del micros, timed
+    evals = np.array([is_eval(name) for name in names], dtype=np.int8)
+    frame = pd.DataFrame(
+        {
+            "path": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [rel]),
+            "line": pd.arrays.IntegerArray(records, np.zeros(rows, dtype=bool)),
+            "run": _text([run], np.zeros(rows, dtype=np.int8)),
+            "kind": _text(["train", "eval"], evals[tags] if rows else np.zeros(0, dtype=np.int8)),
+            "step": pd.arrays.IntegerArray(steps, np.zeros(rows, dtype=bool)),
+            "ts": stamps.to_pandas() if rows else pd.Series([], dtype="datetime64[us, UTC]"),
+        },
+        copy=False,
+    )
+    del stamps
+    present = sorted(np.unique(tags).tolist(), key=names.__getitem__)
+    if not present:
+        return frame
+    # All metric columns at once, each the value array (shared, not copied) with the other tags' rows null.
+    metrics = pd.DataFrame({names[number]: pd.arrays.ArrowExtensionArray(pa.array(values, mask=tags != number))
+                            for number in present}, index=frame.index)
+    return pd.concat([frame, metrics], axis=1)
 
 
 def writer_process(rel: str) -> tuple[str, int] | None:
