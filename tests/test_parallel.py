@@ -128,13 +128,13 @@ def test_progress_with_workers_is_told_in_order_and_reaches_each_total(tmp_path)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 READ_AHEAD_FOLDERS = [SAMPLE_LOGS, FIXTURES / "wandb", FIXTURES / "stdout", FIXTURES / "trainer-wandb",
-                      *sorted((FIXTURES / "campaigns").iterdir())]
+                      FIXTURES / "formats" / "tensorboard", *sorted((FIXTURES / "campaigns").iterdir())]
 
 
 @needs_fork
 @pytest.mark.parametrize("logs", READ_AHEAD_FOLDERS, ids=lambda p: p.name)
 def test_every_format_read_by_workers_reads_as_in_one_process(logs, monkeypatch):
-    """Native logs, consoles and W&B folders are read ahead by workers: what `inspect` finds is the same,
+    """Native logs, consoles, TensorBoard files and W&B folders are read ahead by workers: what `inspect` finds is the same,
     and every worker's reading travelled back (none was read again here)."""
     monkeypatch.setattr(parallel, "LEAST_PER_WORKER", 1)  # share even a folder of two files
     monkeypatch.setattr(parallel, "redone", 0)

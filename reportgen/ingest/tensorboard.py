@@ -559,23 +559,37 @@ def recognise(rel: str, head: bytes) -> str | None:
 def read_files(scan: Scan) -> None:
     """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
     files: dict[str, list[tuple[int, str]]] = {}
-    for rel in scan.files(FORMAT):
+    rels = scan.files(FORMAT)
+    read_ahead = scan.read_ahead(rels, lambda rel: _read_file(scan, rel))
+    for rel in rels:
         with scan.contained(rel, FORMAT):
-            _read_one(scan, rel, files)
+            _read_one(scan, rel, files, read_ahead.pop(rel, None))
         scan.done(rel)
     for key, starts in files.items():
         _restarts(scan, key, sorted(starts))
 
 
-def _read_one(scan: Scan, rel: str, files: dict[str, list[tuple[int, str]]]) -> None:
-    """One TensorBoard file: in a run's folder it belongs to that run; elsewhere its folder is a source."""
+def _key(scan: Scan, rel: str) -> str:
+    """The source a file's values go to: its run folder's, else its own folder's."""
+    return scan.owner(rel) or f"{FORMAT}:{parents(rel)[0] or '.'}"
+
+
+def _read_file(scan: Scan, rel: str) -> tuple[InputFile, pd.DataFrame, dict[str, str]]:
+    texts: dict[str, str] = {}
+    info, frame = read(scan.found[rel][0], rel, _key(scan, rel), texts)
+    return info, frame, texts
+
+
+def _read_one(scan: Scan, rel: str, files: dict[str, list[tuple[int, str]]],
+              ahead: tuple[InputFile, pd.DataFrame, dict[str, str]] | None) -> None:
+    """One TensorBoard file (`ahead`: as a worker read it): in a run's folder it belongs to that run;
+    elsewhere its folder is a source."""
     owner = scan.owner(rel)
     folder = parents(rel)[0]
-    key = owner or f"{FORMAT}:{folder or '.'}"
+    key = _key(scan, rel)
     if owner is None and key not in scan.sources:
         scan.sources[key] = Source(key, FORMAT, scan.name_of(folder), Evidence(rel), folder=folder)
-    texts: dict[str, str] = {}
-    info, frame = read(scan.found[rel][0], rel, key, texts)
+    info, frame, texts = ahead or _read_file(scan, rel)
     args = hf.tensorboard_arguments(scan.sources[key], texts) if owner is None else None
     if len(frame):
         files.setdefault(key, []).append((int(frame["step"].min()), rel))
