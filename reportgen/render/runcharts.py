@@ -24,7 +24,7 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
 from reportgen.model import METRIC_FRAME_COLUMNS, metric_values, same_metric
 from reportgen.parallel import ordered_map
-from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, text_width
+from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, figure_json, text_width
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
 
 # Colours; every text colour keeps 4.5:1 against the white background (WCAG AA).
@@ -58,6 +58,10 @@ class MetricChart:
     metric: str
     figure: dict
     caption: str
+    json: str = ""  # the figure as the page embeds it, made where the chart is drawn (a worker, often)
+
+    def __post_init__(self) -> None:
+        self.json = self.json or figure_json(self.figure)
 
     @property
     def label(self) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -71,10 +73,11 @@ class Chart:
     figure: dict
     title: str = ""
     caption: str = ""
+    encoded: str = ""  # the figure's JSON when it was made already (a run's charts: where they were drawn)
 
     @property
     def json(self) -> str:
-        return charts_module.figure_json(self.figure)
+        return self.encoded or charts_module.figure_json(self.figure)
 
 
 @dataclass(frozen=True)
@@ -100,17 +103,146 @@ def _record(record: QuotedRecord) -> str:
     return step + ", ".join(f"{name} = {_value(value)}" for name, value in record.values)
 
 
+def text_html(text: str) -> Markup:
+    """Text for an element's content, escaped as little as HTML needs there: & < > only. Quotes need
+    escaping in attribute values alone, and a quoted JSON log line holds dozens of them."""
+    return Markup(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 def shown(excerpt: Excerpt) -> Quote:
+    """An excerpt as its evidence page shows it, each line already escaped for a text node (text_html)."""
     if excerpt.unit == "record":
         text = "; ".join(_record(r) for r in excerpt.records) or "(cited record)"
-        return Quote(excerpt.first_line, (text,), excerpt.cited, excerpt.unit)
-    lines = tuple(text + " …" if excerpt.first_line + i in excerpt.cut else text for i, text in enumerate(excerpt.lines))
+        return Quote(excerpt.first_line, (text_html(text),), excerpt.cited, excerpt.unit)
+    lines = tuple(text_html(text + " …" if excerpt.first_line + i in excerpt.cut else text)
+                  for i, text in enumerate(excerpt.lines))
     return Quote(excerpt.first_line, lines, excerpt.cited, excerpt.unit)
 
 
 def section_id(file: str) -> str:
     """The id of a page's section in the single-file report."""
     return "p-" + file.removesuffix(".html").replace("/", "-")
+
+
+# Every page of the site stays under PAGE_BYTES (the shared plotly.js asset aside), however long the runs:
+# a long list (a run's checkpoints, a file's quoted lines) is spread over pages of its own, each holding
+# at most PART_BYTES of the list's markup as estimated; on a run page its charts take their share of that.
+# The rest of the budget is the page around the lists and the estimates' margin.
+PAGE_BYTES = 500_000
+PART_BYTES = 350_000
+
+# The tables of a run page that grow with the run (a row per window of non-finite values, per checkpoint),
+# in page order: key in the run's report entry -> (heading, id of the table's heading on every page of it).
+RUN_TABLES = {"non_finite": ("Non-finite values", "non-finite"), "checkpoints": ("Checkpoints", "checkpoints")}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One page of a list spread over several: where the list starts on it, and what the pager calls it."""
+
+    file: str
+    fragment: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The rows of a list that one page shows, with every page of the list (a single one: no pager)."""
+
+    rows: list
+    parts: list[Part]
+    number: int = 1  # this page's part, from 1
+
+
+def part_file(file: str, number: int) -> str:
+    """The page of part `number` (from 1) of a file quoted over several evidence pages: the first keeps
+    the file's own page, the next are `<page>-2.html`, `<page>-3.html`..."""
+    return file if number == 1 else f"{file.removesuffix('.html')}-{number}.html"
+
+
+def run_table_file(run_file: str, table: str, number: int) -> str:
+    """The page of part `number` (from 1) of a run page's table: the run page itself, then pages in a
+    folder named after the run's (`runs/<run>/checkpoints-2.html`), which no run's own page can take."""
+    return run_file if number == 1 else f"{run_file.removesuffix('.html')}/{table.replace('_', '-')}-{number}.html"
+
+
+def root_of(file: str) -> str:
+    """The relative path from a page back to the site's top: one `../` per folder it is in."""
+    return "../" * file.count("/")
+
+
+def split(items: list, weight: Callable[[object], int], budget: int | None, first: int | None = None) -> list[list]:
+    """`items` in consecutive parts of at most `budget` total weight, the first of at most `first` if given
+    (a part holds at least one item, however heavy); all in one part when there is no budget, as in the
+    one-file report."""
+    if budget is None:
+        return [items]
+    parts: list[list] = [[]]
+    held = 0
+    for item in items:
+        size = weight(item)
+        room = first if first is not None and len(parts) == 1 else budget
+        if parts[-1] and held + size > room:
+            parts.append([])
+            held = 0
+        parts[-1].append(item)
+        held += size
+    return parts
+
+
+def shares(room: int, needs: list[int]) -> list[int]:
+    """`room` shared among lists that need `needs`: one that needs less than an equal share takes what it
+    needs and leaves the rest to the others."""
+    given = [0] * len(needs)
+    left = room
+    for done, index in enumerate(sorted(range(len(needs)), key=needs.__getitem__)):
+        given[index] = min(needs[index], left // (len(needs) - done))
+        left -= given[index]
+    return given
+
+
+def _line_bytes(line: tuple[Quote, int]) -> int:
+    """The markup of one quoted line: its escaped text, its number twice (id and margin) and the tags
+    (a quote's first line also opens the quote's <pre>)."""
+    quote, index = line
+    return len(quote.lines[index].encode()) + 2 * len(str(quote.first_line + index)) + (96 if index == 0 else 64)
+
+
+def split_quotes(quotes: list[Quote], budget: int | None) -> list[list[Quote]]:
+    """A file's quotes in evidence pages of about `budget` bytes each, in line order; a quote too long
+    for one page (cited lines close together make one long excerpt) is cut between two lines."""
+    lines = [(quote, index) for quote in quotes for index in range(len(quote.lines))]
+    if budget is None or sum(map(_line_bytes, lines)) <= budget:
+        return [quotes]
+    parts = []
+    for part in split(lines, _line_bytes, budget):
+        held = []
+        for _, group in itertools.groupby(part, key=lambda line: id(line[0])):  # the part's lines of one quote
+            of_quote = list(group)
+            quote, first = of_quote[0]
+            held.append(Quote(quote.first_line + first, quote.lines[first:first + len(of_quote)], quote.cited, quote.unit))
+        parts.append(held)
+    return parts
+
+
+def _quotes_label(quotes: list[Quote]) -> str:
+    """What an evidence page holds, as its pager says it: "lines 1–9,840" (records, for a binary file)."""
+    first, last = quotes[0], quotes[-1]
+    unit = "records" if first.unit == "record" else "lines"
+    return f"{unit} {first.first_line:,}–{last.first_line + len(last.lines) - 1:,}"
+
+
+def _row_bytes(row: dict) -> int:
+    """A table row's markup, estimated: twice its JSON, which holds every text the row shows (a row of
+    the run page's checkpoint table weighs about 1.3 times its JSON)."""
+    return 2 * len(json.dumps(row, ensure_ascii=False).encode())
+
+
+def _rows_label(rows: list[dict], first: int) -> str:
+    """What a page of a run's table holds, as its pager says it: "1–356 (steps 2,000–712,000)"."""
+    label = f"{first:,}–{first + len(rows) - 1:,}"
+    steps = [row["step"] for row in rows if row.get("step") is not None]
+    return label + (f" (steps {min(steps):,}–{max(steps):,})" if steps else "")
 
 
 @dataclass
@@ -123,11 +255,22 @@ class Page:
     root: str = ""
     charts: list[Chart] = field(default_factory=list)
     single: bool = False
+    # For each evidence page split in parts: the first line of each part after the first (see url).
+    line_parts: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def url(self, file: str, fragment: str = "") -> str:
+        """A link to `file` (a site path), at `fragment` if given. A line of a file quoted over several
+        evidence pages (fragment "L<n>") is linked on the part that holds it."""
         if self.single:
             return "#" + section_id(file) + (f"--{fragment}" if fragment else "")
-        return self.root + file + (f"#{fragment}" if fragment else "")
+        return self.root + self.holding(file, fragment) + (f"#{fragment}" if fragment else "")
+
+    def holding(self, file: str, fragment: str) -> str:
+        """The page that holds `fragment` of `file`: `file` itself unless it is an evidence page split in parts."""
+        starts = self.line_parts.get(file)
+        if not starts or not re.fullmatch(r"L\d+", fragment):
+            return file
+        return part_file(file, bisect.bisect_right(starts, int(fragment[1:])) + 1)
 
     def id(self, fragment: str) -> str:
         return f"{section_id(self.file)}--{fragment}" if self.single else fragment
@@ -210,14 +353,58 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
     interval = charts_module.interval_chart(report["checkpoints"]["interval"])
     if interval is not None:
         figures["checkpoints.html"] = [Chart("interval", interval)]
-    pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single), f, {}) for f, t in PAGES]
+    # The one-file report keeps every list whole, each page one section; the site spreads a long one over pages.
+    budget = None if single else PART_BYTES
+    quoted = {path: split_quotes([shown(part) for part in parts], budget) for path, parts in sorted(sources.items())}
+    line_parts = {evidence_file(path): tuple(part[0].first_line for part in parts[1:])
+                  for path, parts in quoted.items() if len(parts) > 1}
+    pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single, line_parts=line_parts), f, {})
+             for f, t in PAGES]
     for run in report["runs"]:
-        charts = [Chart(c.id, c.figure, c.metric, c.caption) for c in run_figures.get(run["id"], [])]
-        page = Page(file=run["page"], title=f"Run {run['id']}", root="../", charts=charts, single=single)
-        pages.append((page, "run.html", {"run": run}))
-    for path, parts in sorted(sources.items()):
-        page = Page(file=f"evidence/{anchor(path)}.html", title=path, root="../", single=single)
-        pages.append((page, "evidence.html", {"path": path, "excerpts": [shown(part) for part in parts]}))
+        charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
+        pages.extend(_run_pages(run, charts, single, line_parts, budget))
+    for path, parts in quoted.items():
+        file = evidence_file(path)
+        index = [Part(part_file(file, number), "", _quotes_label(quotes)) for number, quotes in enumerate(parts, 1)] if len(parts) > 1 else []
+        for number, quotes in enumerate(parts, 1):
+            title = path if len(parts) == 1 else f"{path}, part {number} of {len(parts)}"
+            page = Page(file=part_file(file, number), title=title, root="../", single=single, line_parts=line_parts)
+            pages.append((page, "evidence.html", {"path": path, "excerpts": quotes, "listing": Listing(quotes, index, number)}))
+    return pages
+
+
+def evidence_file(path: str) -> str:
+    """The evidence page of an input file (its first, when the file is quoted over several)."""
+    return f"evidence/{anchor(path)}.html"
+
+
+def _run_pages(run: dict, charts: list[Chart], single: bool, line_parts: dict[str, tuple[int, ...]],
+               budget: int | None) -> list[tuple[Page, str, dict]]:
+    """A run's page, which shows the first part of each of its long tables (as much as its charts leave
+    room for), and a page for every other part."""
+    tables = {key: [run[key]] for key in RUN_TABLES}
+    if budget is not None:
+        needs = [sum(map(_row_bytes, run[key])) for key in RUN_TABLES]
+        room = max(0, budget - sum(len(chart.json.encode()) for chart in charts))
+        if sum(needs) > room:
+            tables = {key: split(run[key], _row_bytes, budget, first) for key, first in zip(RUN_TABLES, shares(room, needs))}
+    listings: dict[str, list[Listing]] = {}
+    for key, parts in tables.items():
+        starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
+        index = [Part(run_table_file(run["page"], key, number), RUN_TABLES[key][1], _rows_label(rows, start))
+                 for number, (rows, start) in enumerate(zip(parts, starts), 1)]
+        listings[key] = [Listing(rows, index, number) for number, rows in enumerate(parts, 1)]
+    page = Page(file=run["page"], title=f"Run {run['id']}", root=root_of(run["page"]), charts=charts, single=single,
+                line_parts=line_parts)
+    pages = [(page, "run.html", {"run": run, "listings": {key: listed[0] for key, listed in listings.items()}})]
+    for key, listed in listings.items():
+        heading, fragment = RUN_TABLES[key]
+        for listing in listed[1:]:
+            file = listing.parts[listing.number - 1].file
+            title = f"Run {run['id']}: {heading.lower()}, page {listing.number} of {len(listing.parts)}"
+            page = Page(file=file, title=title, root=root_of(file), single=single, line_parts=line_parts)
+            pages.append((page, "run_table.html", {"run": run, "table": key, "heading": heading, "fragment": fragment,
+                                                   "listing": listing}))
     return pages
 
 
