@@ -48,6 +48,16 @@ def broken_links(site: Path) -> list[tuple[str, str]]:
     return broken
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_folder(tmp_path_factory):
+    """Builds keep compiled templates in the user's cache folder: the tests' builds keep theirs in a
+    folder of the test session's own."""
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def sample_plan_data() -> dict:
     return yaml.safe_load(SAMPLE_PLAN.read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen.cli import cli
-from reportgen.render.site import Page, _environment, breakable
+from reportgen.render.site import Page, breakable, environment
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 FLAGS = [
@@ -239,7 +239,7 @@ def test_evidence_links_wrap_at_separators_and_read_as_the_path(site):
 
 
 def render_evidence(count: int, shown: int | None) -> str:
-    env = _environment(None)
+    env = environment(None)
     template = env.from_string('{% from "_macros.html" import evidence %}{{ evidence(items, page, shown) }}')
     items = [{"path": f"runs/r{n}/events.jsonl", "line": n} for n in range(1, count + 1)]
     return template.render(items=items, page=Page(file="index.html", title="Overview"), shown=shown)

@@ -417,21 +417,35 @@ def _stretch_of(steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where((index >= 0) & (index < len(steps) - 1), index, -1)
 
 
-def _last_of_each_step(frame: pd.DataFrame, lo: datetime, hi: datetime) -> pd.DataFrame | None:
-    """The timed rows inside [lo, hi], the last (by time, then line) of each step, in step order, with
-    the columns a pace is measured from; None with fewer than two timed rows. Sorted as arrays: a run
-    of millions of rows is not sorted as a frame."""
+@dataclass(frozen=True)
+class _Points:
+    """A run's timed rows inside a window, the last of each step, in step order, as arrays: steps,
+    times (ns), file and line of each, and the length metrics a long stretch is told by (their rows,
+    taken whole so that a value logged as NaN stays apart from none)."""
+
+    steps: np.ndarray
+    ts: np.ndarray
+    paths: np.ndarray
+    lines: np.ndarray
+    lengths: dict[str, pd.Series]
+
+
+def _last_of_each_step(frame: pd.DataFrame, lo: datetime, hi: datetime) -> _Points | None:
+    """The timed rows inside [lo, hi], the last (by time, then line) of each step; None with fewer than
+    two timed rows. Sorted as arrays: a run of millions of rows is not sorted as a frame, and a run of
+    a thousand is not copied as one."""
     at = frame["ts"].to_numpy(dtype="datetime64[ns]")
     steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
     ns = at.astype(np.int64)
     rows = np.flatnonzero(~np.isnat(at) & ~np.isnan(steps) & (ns >= pd.Timestamp(lo).value) & (ns <= pd.Timestamp(hi).value))
     if len(rows) < 2:
         return None
-    order = np.lexsort((frame["line"].to_numpy()[rows], ns[rows], steps[rows]))  # by step, then time, then line
+    lines = frame["line"].to_numpy()
+    order = np.lexsort((lines[rows], ns[rows], steps[rows]))  # by step, then time, then line
     ordered = steps[rows][order]
-    last = np.append(ordered[1:] != ordered[:-1], True)
-    kept = [c for c in ("path", "line", "step", "ts", *CUMULATIVE_LENGTH_METRICS, *LENGTH_METRICS) if c in frame.columns]
-    return frame[kept].iloc[rows[order[last]]]
+    kept = rows[order[np.append(ordered[1:] != ordered[:-1], True)]]
+    lengths = {name: frame[name].iloc[kept] for name in (*CUMULATIVE_LENGTH_METRICS, *LENGTH_METRICS) if name in frame.columns}
+    return _Points(steps[kept].astype(np.int64), ns[kept], frame["path"].to_numpy()[kept], lines[kept], lengths)
 
 
 def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
@@ -444,12 +458,11 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     if frame is None or not len(frame):
         return None
     points = _last_of_each_step(frame, lo, hi)
-    if points is None or len(points) < 2:
+    if points is None or len(points.steps) < 2:
         return None
-    steps = points["step"].to_numpy(dtype=np.int64)
-    ts = points["ts"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    steps, ts = points.steps, points.ts
     at, seconds_taken = _overhead(run_id, campaign)
-    overhead = np.zeros(len(points) - 1)
+    overhead = np.zeros(len(steps) - 1)
     if len(at):
         holder = np.searchsorted(ts, at, side="left") - 1  # stretch (ts[i], ts[i + 1]] the operation ended in
         inside = (holder >= 0) & (holder < len(overhead))
@@ -472,7 +485,7 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     hit[said[said >= 0]] = True
     excess = seconds - step_counts * typical
     flagged = np.flatnonzero(valid & (longer | hit) & (excess > 0))
-    paths, lines = points["path"].to_numpy(), points["line"].to_numpy()
+    paths, lines = points.paths, points.lines
     shown = set(flagged[:50].tolist())
     long_evidence = [evidence for (_, evidence), where in zip(messages, said, strict=True) if where in shown]
     long_evidence += [_row_evidence(paths[i + 1], lines[i + 1]) for i in flagged[:20]]
@@ -485,18 +498,18 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     )
 
 
-def _tokens_per_step(points: pd.DataFrame, steps: np.ndarray) -> np.ndarray:
+def _tokens_per_step(points: _Points, steps: np.ndarray) -> np.ndarray:
     """Tokens a step in each stretch between points (NaN where unknown): from a running total
     (the stretch's difference over its steps) or a per-step length logged at the stretch's end."""
     gaps = np.diff(steps).astype(float)
     for name in CUMULATIVE_LENGTH_METRICS:
-        if name in points.columns and points[name].notna().sum() >= 2:
-            seen = pd.to_numeric(points[name], errors="coerce").to_numpy(dtype=float)
+        if name in points.lengths and points.lengths[name].notna().sum() >= 2:
+            seen = pd.to_numeric(points.lengths[name], errors="coerce").to_numpy(dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(gaps > 0, np.diff(seen) / gaps, np.nan)
     for name in LENGTH_METRICS:
-        if name in points.columns and points[name].notna().any():
-            return pd.to_numeric(points[name], errors="coerce").to_numpy(dtype=float)[1:]
+        if name in points.lengths and points.lengths[name].notna().any():
+            return pd.to_numeric(points.lengths[name], errors="coerce").to_numpy(dtype=float)[1:]
     return np.full(len(gaps), np.nan)
 
 

@@ -8,9 +8,12 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -78,6 +81,16 @@ class Chart:
     @property
     def json(self) -> str:
         return self.encoded or charts_module.figure_json(self.figure)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A chart a page will show, drawn when the page is rendered; one whose figure is None is left out,
+    unless `kept` (the page names it)."""
+
+    id: str
+    make: Callable[[], dict | None]
+    kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,6 +270,17 @@ class Page:
     single: bool = False
     # For each evidence page split in parts: the first line of each part after the first (see url).
     line_parts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    pending: list[Pending] = field(default_factory=list)  # charts drawn where the page is rendered (see drawn)
+
+    def drawn(self) -> Page:
+        """The page with its pending charts drawn, after those it has: done where the page is rendered,
+        a worker often, so that drawing one page's charts waits for no other page."""
+        for chart in self.pending:
+            figure = chart.make()
+            if figure is not None or chart.kept:
+                self.charts.append(Chart(chart.id, figure))
+        self.pending = []
+        return self
 
     def url(self, file: str, fragment: str = "") -> str:
         """A link to `file` (a site path), at `fragment` if given. A line of a file quoted over several
@@ -294,10 +318,49 @@ def anchor(path: str | None) -> str:
     return "f-" + hashlib.sha1((path or "").encode()).hexdigest()[:12]
 
 
-def _environment(custom: Path | None) -> jinja2.Environment:
+class _TemplateCache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept between builds: each page worker, and every later build, loads a template's
+    compiled code instead of compiling it again (compiling them all costs about as much as rendering a
+    50-run site). Keyed by the template's source, so an edited or overriding template is compiled anew.
+    A cache that cannot be read or written is a cache miss, never an error."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 - a damaged or foreign entry: compile the template instead
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def template_cache() -> jinja2.BytecodeCache | None:
+    """The compiled-template cache in the user's cache folder ($XDG_CACHE_HOME, else ~/.cache, then
+    reportgen/templates); none when that folder cannot be made private to this user (the cache holds code
+    to run). REPORTGEN_TEMPLATE_CACHE=off turns it off."""
+    if os.environ.get("REPORTGEN_TEMPLATE_CACHE", "").strip().lower() in {"off", "0", "no"}:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "reportgen" / "templates"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        held = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.getuid() or held.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    return _TemplateCache(str(folder))
+
+
+def environment(custom: Path | None) -> jinja2.Environment:
+    """The templates of `custom` (a folder that overrides built-in templates by name), then the built-in ones."""
     search = ([str(custom)] if custom else []) + [str(templates_dir())]
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
+        bytecode_cache=template_cache(),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -340,25 +403,22 @@ def _render_block(env: jinja2.Environment, name: str, block: str | None, **conte
 def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
            run_figures: dict[str, list[MetricChart]]) -> list[tuple[Page, str, dict]]:
     """(page, template, extra context) for every page of the report."""
-    figures = {"schedule.html": [Chart("gantt", charts_module.schedule_gantt(report["schedule"]))]}
-    waterfall = charts_module.variance_waterfall(report["schedule"])
-    if waterfall is not None:
-        figures["schedule.html"].append(Chart("waterfall", waterfall))
-    for step in report["schedule"]["steps"]:
-        if step["explained"]:
-            figures["schedule.html"].append(Chart(f"waterfall-{step['id']}", charts_module.variance_waterfall(report["schedule"], step["id"])))
-    estimates = charts_module.estimates_chart(report["estimates"])
-    if estimates is not None:
-        figures["next.html"] = [Chart("estimates", estimates)]
-    interval = charts_module.interval_chart(report["checkpoints"]["interval"])
-    if interval is not None:
-        figures["checkpoints.html"] = [Chart("interval", interval)]
+    schedule = report["schedule"]
+    steps = [step["id"] for step in schedule["steps"] if step["explained"]]
+    figures = {
+        "schedule.html": [Pending("gantt", partial(charts_module.schedule_gantt, schedule), kept=True),
+                          Pending("waterfall", partial(charts_module.variance_waterfall, schedule))]
+                         + [Pending(f"waterfall-{step}", partial(charts_module.variance_waterfall, schedule, step), kept=True)
+                            for step in steps],
+        "next.html": [Pending("estimates", partial(charts_module.estimates_chart, report["estimates"]))],
+        "checkpoints.html": [Pending("interval", partial(charts_module.interval_chart, report["checkpoints"]["interval"]))],
+    }
     # The one-file report keeps every list whole, each page one section; the site spreads a long one over pages.
     budget = None if single else PART_BYTES
     quoted = {path: split_quotes([shown(part) for part in parts], budget) for path, parts in sorted(sources.items())}
     line_parts = {evidence_file(path): tuple(part[0].first_line for part in parts[1:])
                   for path, parts in quoted.items() if len(parts) > 1}
-    pages = [(Page(file=f, title=t, charts=figures.get(f, []), single=single, line_parts=line_parts), f, {})
+    pages = [(Page(file=f, title=t, pending=figures.get(f, []), single=single, line_parts=line_parts), f, {})
              for f, t in PAGES]
     for run in report["runs"]:
         charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
@@ -415,39 +475,42 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
     the next campaign's draft plan; with `single_file`, also report.html: every page in one self-contained
     file for attaching. The pages are rendered by up to `jobs` workers and written in order."""
-    env = _environment(custom_templates)
+    env = environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     # single_file: the one-file report's name, which every page's header links to, when it is built
     common = {"report": report, "nav": nav, "plan_source": plan_source, "single_file": SINGLE_FILE if single_file else None}
     run_figures = run_figures or {}
+
+    def page_html(entry: tuple[Page, str, dict]) -> str:
+        page, template, extra = entry
+        return _render(env, template, page=page.drawn(), **common, **extra)
+
+    # Every file made from the report, the longest first so that a worker starts on them at once.
+    made: list[tuple[str, Callable[[], str]]] = [
+        ("report.json", lambda: json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"),
+        ("order-note.md", lambda: order_note(report)),
+    ]
+    if single_file:
+        made.insert(0, (SINGLE_FILE, lambda: _single_file(env, common, sources, run_figures)))
     with during("writing the site"):
-        pages = _pages(report, sources, False, run_figures)
+        made += [(entry[0].file, partial(page_html, entry)) for entry in _pages(report, sources, False, run_figures)]
 
-        def rendered(entry: tuple[Page, str, dict]) -> str:
-            page, template, extra = entry
-            with during(f"writing {page.file}"):
-                return _render(env, template, page=page, **common, **extra)
+        def text(task: tuple[str, Callable[[], str]]) -> str:
+            file, make = task
+            with during(f"writing {file}"):
+                return make()
 
-        def write(index: int, html: str) -> None:
-            writer.write(pages[index][0].file, html)
+        def write(index: int, content: str) -> None:
+            writer.write(made[index][0], content)
             if progress:
-                progress("writing", pages[index][0].file, index + 1, len(pages))
+                progress("writing", made[index][0], index + 1, len(made))
 
-        ordered_map(rendered, pages, jobs, write)
+        ordered_map(text, made, jobs, write)
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
-    with during("writing report.json"):
-        writer.write("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    with during("writing order-note.md"):
-        writer.write("order-note.md", order_note(report))
     if next_plan is not None:
         writer.write(NEXT_PLAN, next_plan)
-    if single_file:
-        with during(f"writing {SINGLE_FILE}"):
-            writer.write(SINGLE_FILE, _single_file(env, common, sources, run_figures))
-        if progress:
-            progress("writing", SINGLE_FILE, 1, 1)
 
 
 @dataclass
@@ -477,7 +540,7 @@ def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[
                  run_figures: dict[str, list[MetricChart]]) -> str:
     sections: dict[str, Section] = {}
     for page, template, extra in _pages(common["report"], sources, True, run_figures):
-        html = demote_headings(_render_block(env, template, "content", page=page, **common, **extra))
+        html = demote_headings(_render_block(env, template, "content", page=page.drawn(), **common, **extra))
         section = Section(section_id(page.file), page, Markup(html), folded=page.file == FOLDED_SECTION)
         if template in SECTION_PARENT:
             sections[SECTION_PARENT[template]].parts.append(section)
