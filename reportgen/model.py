@@ -563,10 +563,16 @@ class Campaign:
         return cached[1]
 
     def frames_by_run(self) -> dict[str, pd.DataFrame]:
-        """Each run's rows of the metrics frame."""
+        """Each run's rows of the metrics frame: grouped once for the analysis and the charts, and again
+        only when the frame is another (the groups are shared: read them, never change them)."""
         if not len(self.metrics):
             return {}
-        return {str(run): group for run, group in self.metrics.groupby("run", sort=True)}
+        key = (id(self.metrics), len(self.metrics), tuple(self.metrics.columns))
+        cached = self.__dict__.get("_frames_by_run")
+        if cached is None or cached[0] != key:
+            groups = {str(run): group for run, group in self.metrics.groupby("run", sort=True)}
+            cached = self.__dict__["_frames_by_run"] = (key, groups)
+        return cached[1]
 
     def metrics_by_run(self) -> dict[str, list[str]]:
         """The metrics each run logged at least once."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 
 import pandas as pd
 
@@ -312,7 +313,15 @@ class CheckpointsReport:
     interval: SaveInterval
 
     def of_run(self, run_id: str) -> list[CheckpointFigures]:
-        return [item for item in self.items if item.checkpoint.run == run_id]
+        return self._by_run.get(run_id, [])
+
+    @cached_property
+    def _by_run(self) -> dict[str, list[CheckpointFigures]]:
+        """The items indexed by run once: a scan of every item for each run grew with runs x checkpoints."""
+        out: dict[str, list[CheckpointFigures]] = {}
+        for item in self.items:
+            out.setdefault(item.checkpoint.run, []).append(item)
+        return out
 
     @property
     def left_on_machine(self) -> list[CheckpointFigures]:

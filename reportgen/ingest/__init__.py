@@ -156,7 +156,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     if progress:
         progress("deciding", "which files are one run", 1, 3)
     with during("deciding which files are one run"):
-        merged = identity.merge(campaign, scanned.sources, scanned.notes)
+        merged = identity.merge(campaign, scanned.sources, scanned.notes, jobs)
         _set_apart(campaign, merged.containers, scanned.sources)
         identity.rename(campaign, merged.renames, scanned.text_logs)
         _one_name_per_metric(campaign)

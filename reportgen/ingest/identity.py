@@ -42,6 +42,7 @@ from reportgen.model import (
     UnlinkedSource,
     WarningCode,
 )
+from reportgen.parallel import ordered_map
 
 # Configuration keys that name or place a run rather than configure it: two runs that differ only
 # in these ran the same configuration (R10). Matched at any depth of the configuration.
@@ -135,63 +136,67 @@ class _Trace:
         return self.t0 is not None and self.t1 is not None
 
 
-def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True) -> dict[str, _Trace]:
-    """Each run's (or source's) trace; without `values`, only its steps, times and loggers (and
-    `trained` is not worked out).
+def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True, jobs: int = 1) -> dict[str, _Trace]:
+    """Each run's (or source's) trace, the runs shared among up to `jobs` workers; without `values`,
+    only its steps, times and loggers (and `trained` is not worked out).
 
     A metric's values are kept as (step, float32 bits) keys: two loggers of one run agree to float32
     precision (TensorBoard keeps float32), and a step may hold several values (a final evaluation
     logged again at the last step)."""
-    out: dict[str, _Trace] = {}
     if not len(frame):
-        return out
+        return {}
     metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     # Which metrics each run logged, counted once for the whole frame; only those are looked at per run.
     counts = frame.groupby("run", sort=True)[metrics].count() if values and metrics else None
-    for run, group in frame.groupby("run", sort=True):
-        steps = group["step"].to_numpy(dtype="float64", na_value=np.nan)
-        logged: dict[str, np.ndarray] = {}
-        own = [m for m, n in counts.loc[run].items() if n] if counts is not None else []
-        training = (group["kind"] != "eval").to_numpy()
-        trained = False
-        for metric in own:
-            column = group[metric]
-            present = column.notna().to_numpy() & ~np.isnan(steps)
-            if not present.any():
-                continue
-            # Rows that are not evaluations and measured something: a progress counter alone is not training.
-            trained = trained or (metric not in PROGRESS_KEYS and bool((present & training).any()))
-            v = column.to_numpy(dtype="float64", na_value=np.nan)[present]
-            with np.errstate(over="ignore", invalid="ignore"):
-                bits = np.where(np.isnan(v), np.float32(np.nan), v).astype(np.float32).view(np.uint32).astype(np.int64)
-            bits[np.isnan(v)] = 0x7FC00000  # every NaN alike
-            keys = (steps[present].astype(np.int64) << 32) | bits
-            name = canonical_metric(str(metric))
-            logged[name] = np.unique(np.concatenate([logged[name], keys])) if name in logged else np.unique(keys)
-        ts = group["ts"]
-        timed = ts.notna().to_numpy()
-        known = steps[~np.isnan(steps)]
-        timed_steps = steps[timed & ~np.isnan(steps)]
-        clock = (np.empty(0, np.int64), np.empty(0, np.int64))
-        if values and len(timed_steps):
-            at = ts[timed & ~np.isnan(steps)].to_numpy(dtype="datetime64[ns]").astype(np.int64)
-            order = np.lexsort((at, timed_steps))
-            s_sorted, t_sorted = timed_steps[order].astype(np.int64), at[order]
-            first = np.r_[True, s_sorted[1:] != s_sorted[:-1]]
-            clock = (s_sorted[first], t_sorted[first])
-        out[str(run)] = _Trace(
-            values=logged,
-            loggers=frozenset(f for p in group["path"].unique() if (f := formats.get(str(p)))),
-            first_step=int(known.min()) if len(known) else None,
-            last_step=int(known.max()) if len(known) else None,
-            t0=ts[timed].min().to_pydatetime() if timed.any() else None,
-            t1=ts[timed].max().to_pydatetime() if timed.any() else None,
-            trained=trained,
-            timed_first_step=int(timed_steps.min()) if len(timed_steps) else None,
-            clock=clock,
-            max_gap=int(np.diff(np.unique(known)).max()) if len(np.unique(known)) > 1 else 0,
-        )
-    return out
+    groups = [(str(run), group, [m for m, n in counts.loc[run].items() if n] if counts is not None else [])
+              for run, group in frame.groupby("run", sort=True)]
+    traces = ordered_map(lambda entry: _trace(entry[1], entry[2], formats, values), groups, jobs)
+    return {run: trace for (run, _group, _own), trace in zip(groups, traces, strict=True)}
+
+
+def _trace(group: pd.DataFrame, own: list[str], formats: dict[str, str | None], values: bool) -> _Trace:
+    """One run's trace (see _traces), from its rows and the metrics it logged."""
+    steps = group["step"].to_numpy(dtype="float64", na_value=np.nan)
+    logged: dict[str, np.ndarray] = {}
+    training = (group["kind"] != "eval").to_numpy()
+    trained = False
+    for metric in own:
+        column = group[metric]
+        present = column.notna().to_numpy() & ~np.isnan(steps)
+        if not present.any():
+            continue
+        # Rows that are not evaluations and measured something: a progress counter alone is not training.
+        trained = trained or (metric not in PROGRESS_KEYS and bool((present & training).any()))
+        v = column.to_numpy(dtype="float64", na_value=np.nan)[present]
+        with np.errstate(over="ignore", invalid="ignore"):
+            bits = np.where(np.isnan(v), np.float32(np.nan), v).astype(np.float32).view(np.uint32).astype(np.int64)
+        bits[np.isnan(v)] = 0x7FC00000  # every NaN alike
+        keys = (steps[present].astype(np.int64) << 32) | bits
+        name = canonical_metric(str(metric))
+        logged[name] = np.unique(np.concatenate([logged[name], keys])) if name in logged else np.unique(keys)
+    ts = group["ts"]
+    timed = ts.notna().to_numpy()
+    known = steps[~np.isnan(steps)]
+    timed_steps = steps[timed & ~np.isnan(steps)]
+    clock = (np.empty(0, np.int64), np.empty(0, np.int64))
+    if values and len(timed_steps):
+        at = ts[timed & ~np.isnan(steps)].to_numpy(dtype="datetime64[ns]").astype(np.int64)
+        order = np.lexsort((at, timed_steps))
+        s_sorted, t_sorted = timed_steps[order].astype(np.int64), at[order]
+        first = np.r_[True, s_sorted[1:] != s_sorted[:-1]]
+        clock = (s_sorted[first], t_sorted[first])
+    return _Trace(
+        values=logged,
+        loggers=frozenset(f for p in group["path"].unique() if (f := formats.get(str(p)))),
+        first_step=int(known.min()) if len(known) else None,
+        last_step=int(known.max()) if len(known) else None,
+        t0=ts[timed].min().to_pydatetime() if timed.any() else None,
+        t1=ts[timed].max().to_pydatetime() if timed.any() else None,
+        trained=trained,
+        timed_first_step=int(timed_steps.min()) if len(timed_steps) else None,
+        clock=clock,
+        max_gap=int(np.diff(np.unique(known)).max()) if len(np.unique(known)) > 1 else 0,
+    )
 
 
 @dataclass
@@ -279,10 +284,10 @@ class Merged:
     problems: list[Problem] = field(default_factory=list)
 
 
-def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]]) -> Merged:
+def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]], jobs: int = 1) -> Merged:
     """Decide which sources are one run and name each run; nothing is renamed here."""
     formats = {info.path: info.format for info in campaign.inputs}
-    traces = _traces(campaign.metrics, formats)
+    traces = _traces(campaign.metrics, formats, jobs=jobs)
     keys = sorted(set(sources) | set(traces))
     for key in keys:  # a key no reader described (a record naming a run no source has): a run of its own
         sources.setdefault(key, Source(key, "reportgen-events", key, Evidence(""), declared=True))

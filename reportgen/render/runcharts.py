@@ -22,7 +22,7 @@ import pandas as pd
 
 from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
-from reportgen.model import METRIC_FRAME_COLUMNS, metric_values, same_metric
+from reportgen.model import metric_values, same_metric
 from reportgen.parallel import ordered_map
 from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, figure_json, text_width
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
@@ -369,8 +369,7 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS,
     if not len(frame):
         return {}
     groups = analysis.campaign.frames_by_run()
-    names = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
-    logged = {run: [m for m in names if group[m].notna().any()] for run, group in groups.items()}
+    logged = analysis.campaign.metrics_by_run()  # counted for every run at once
     runs = list(analysis.campaign.runs)
     arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
 
