@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
 from reportgen.errors import during
 from reportgen.ingest import Progress, check_logs, excerpts, ingest
+from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.nextplan import next_plan
@@ -49,7 +51,8 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
     if progress:
         progress("checking", "deliverables", 1, 1)
     with during("analysing the campaign"):
-        analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress)
+        analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress,
+                           map_runs=partial(ordered_map, jobs=jobs))
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)

@@ -25,6 +25,7 @@ from reportgen.analysis.interval import save_interval
 from reportgen.analysis.nonfinite import NonFinite, non_finite
 from reportgen.analysis.options import PlanOption, plan_options
 from reportgen.analysis.plan_checks import Finding, check_plan
+from reportgen.analysis.runmap import Mapper, one_by_one
 from reportgen.analysis.runs import (
     Machine,
     RunsReport,
@@ -159,9 +160,12 @@ ANALYSIS_PARTS = ("variants", "run ends", "stop rules", "runs", "checkpoints", "
 
 
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,
-            frozen_at: datetime | None = None, progress: Callable[[str, str, int, int], None] | None = None) -> Analysis:
+            frozen_at: datetime | None = None, progress: Callable[[str, str, int, int], None] | None = None,
+            map_runs: Mapper = one_by_one) -> Analysis:
     """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand;
-    `frozen_at` is when the plan was frozen, if it was; `progress` hears of each of ANALYSIS_PARTS as it begins."""
+    `frozen_at` is when the plan was frozen, if it was; `progress` hears of each of ANALYSIS_PARTS as it begins;
+    `map_runs` does the work that is the same for every run (each run's paces), one by one unless a build
+    shares it among workers."""
     def part(name: str) -> None:
         if progress:
             progress("analysing", name, ANALYSIS_PARTS.index(name) + 1, len(ANALYSIS_PARTS))
@@ -217,13 +221,13 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     part("deliverables")
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     part("time variance")
-    variance = variance_report(schedule, campaign, statuses, by_run)
+    variance = variance_report(schedule, campaign, statuses, by_run, map_runs)
     schedule = _dropped_steps(schedule, results)
     findings = check_plan(plan)
     problems = [*campaign.problems, *problems]
     spent = costs(plan, deliverables)
     part("next campaign")
-    upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger)
+    upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs)
     return Analysis(
         plan=plan,
         campaign=campaign,

@@ -38,6 +38,7 @@ import numpy as np
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.options import LotAdvice, LotFit, lot_advice
+from reportgen.analysis.runmap import Mapper, one_by_one
 from reportgen.analysis.runs import RunsReport, chain, total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
@@ -661,14 +662,16 @@ class _Estimator:
     def _run_pace(self, run_id: str) -> TrainingPace | None:
         """One run's training pace over its whole span, measured once however many estimates ask."""
         if run_id not in self.paces:
-            run = self.campaign.runs.get(run_id)
-            pace = None
-            if run is not None and run.started_at is not None:
-                end = run.ended_at or run.last_seen_at or run.started_at
-                pace = run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
-                                    self.checkpoints.by_run, run.started_at, end)
-            self.paces[run_id] = pace
+            self.paces[run_id] = self.measure_pace(run_id)
         return self.paces[run_id]
+
+    def measure_pace(self, run_id: str) -> TrainingPace | None:
+        run = self.campaign.runs.get(run_id)
+        if run is None or run.started_at is None:
+            return None
+        end = run.ended_at or run.last_seen_at or run.started_at
+        return run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
+                            self.checkpoints.by_run, run.started_at, end)
 
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
         seconds, steps, evidence = 0.0, 0, []
@@ -761,12 +764,14 @@ def kept_dependencies(plan: Plan, step_id: str, left_out: set[str]) -> list[str]
 
 def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
                   checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult],
-                  stops: Ledger) -> NextCampaign:
+                  stops: Ledger, map_runs: Mapper = one_by_one) -> NextCampaign:
     """The next campaign's figures from the sections they rest on: the schedule as measured, the runs'
     statuses and times, the checkpoints and save interval, the variance's causes, the variants and the
-    stop-rule ledger."""
+    stop-rule ledger. Every run's pace is measured first, through `map_runs`."""
     advice = advise_variants(variants, stops.stops, divergences(campaign, runs.non_finite))
     estimator = _Estimator(plan, campaign, schedule, runs, checkpoints, variance, variants, advice)
+    ids = [run_id for run_id, run in campaign.runs.items() if run.started_at is not None]
+    estimator.paces.update(zip(ids, map_runs(estimator.measure_pace, ids), strict=True))
     allowance, allowance_basis = estimator.allowance()
     by_variant = {r.variant.id: estimator.variant(r, allowance) for r in variants}
     steps = [estimator.step(item, allowance, by_variant) for item in schedule.steps]

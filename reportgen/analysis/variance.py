@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
+from reportgen.analysis.runmap import Mapper, one_by_one
 from reportgen.analysis.runs import total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
@@ -179,28 +180,35 @@ class _Step:
 
 
 def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
-            checkpoints: dict[str, list[RunCheckpoint]]) -> dict[str, StepVariance]:
-    """Every measured step's variance split into causes; steps with no actual time are left out."""
+            checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one) -> dict[str, StepVariance]:
+    """Every measured step's variance split into causes; steps with no actual time are left out. Each
+    run's paces in its step are measured first, through `map_runs` (shared among workers by a build)."""
     frames = campaign.frames_by_run()
     starts = start_steps(campaign)
     evaluations, operations, tests = by_run(campaign.evaluations), by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
+    measured = [item for item in schedule.steps
+                if item.actual.hours is not None and item.actual.start is not None and item.actual.end is not None]
+    step_runs = {item.step.id: _step_runs(item, campaign) for item in measured}
+
+    def paces(work: tuple[Run, datetime, datetime]) -> tuple[_Pace | None, TrainingPace | None]:
+        run, lo, hi = work
+        frame = frames.get(run.id)
+        return _pace(frame), run_training(run, frame, campaign, statuses[run.id].status, checkpoints, lo, hi)
+
+    work = [(run, item.actual.start, item.actual.end) for item in measured for run, _started in step_runs[item.step.id]]
+    measured_paces = dict(zip([(run.id, lo, hi) for run, lo, hi in work], map_runs(paces, work), strict=True))
     out: dict[str, StepVariance] = {}
-    for item in schedule.steps:
+    for item in measured:
         span = item.actual
-        if span.hours is None or span.start is None or span.end is None:
-            continue
         lo, hi = span.start, span.end
-        runs = runs_matching(item.step.runs, campaign.runs) if item.step.runs else []
-        if not runs:
-            runs = [r for r in campaign.runs.values() if r.started_at is not None and lo <= r.started_at < hi]
-        timed_runs = sorted(((r, r.started_at) for r in runs if r.started_at is not None), key=lambda rs: (rs[1], rs[0].id))
+        timed_runs = step_runs[item.step.id]
         step = _Step(lo, hi, item.step.steps_per_second)
         for index, (run, started) in enumerate(timed_runs):
             following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
             timed: list[Evaluation | CheckpointOp | ReloadTest] = [
                 *evaluations.get(run.id, []), *operations.get(run.id, []), *tests.get(run.id, [])]
-            _run_causes(step, run, started, following, frames.get(run.id), starts.get(run.id, 0), timed,
-                        statuses[run.id], campaign, checkpoints)
+            _run_causes(step, run, started, following, measured_paces[(run.id, lo, hi)], starts.get(run.id, 0), timed,
+                        statuses[run.id], checkpoints)
         if timed_runs:
             step.add(CauseName.WAITING, _idle(lo, hi, step.busy), *span.evidence[:2])
         if step.trained_steps:
@@ -216,13 +224,25 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
     return out
 
 
+def _step_runs(item: StepReport, campaign: Campaign) -> list[tuple[Run, datetime]]:
+    """The runs of a measured step, with when each started, in start order: those it names, else those
+    that started inside its actual span."""
+    lo, hi = item.actual.start, item.actual.end
+    runs = runs_matching(item.step.runs, campaign.runs) if item.step.runs else []
+    if not runs:
+        runs = [r for r in campaign.runs.values() if r.started_at is not None and lo <= r.started_at < hi]
+    return sorted(((r, r.started_at) for r in runs if r.started_at is not None), key=lambda rs: (rs[1], rs[0].id))
+
+
 def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, datetime] | None,
-                frame: pd.DataFrame | None, begins: int, timed: list[Evaluation | CheckpointOp | ReloadTest],
-                status: RunStatus, campaign: Campaign, checkpoints: dict[str, list[RunCheckpoint]]) -> None:
-    """One run's share of its step's causes; `following` is the next run in the step and when it started."""
+                measured: tuple[_Pace | None, TrainingPace | None], begins: int,
+                timed: list[Evaluation | CheckpointOp | ReloadTest], status: RunStatus,
+                checkpoints: dict[str, list[RunCheckpoint]]) -> None:
+    """One run's share of its step's causes; `following` is the next run in the step and when it started;
+    `measured` its pace over all its rows and its training pace inside the step."""
     end = run.ended_at or run.last_seen_at or started
     step.busy.append((started, end))
-    pace = _pace(frame)
+    pace, training = measured
     if pace is not None and (pace.seconds_per_step is not None or pace.first.step <= begins + 1):
         # The first logged step came after some steps of work; the time before those is start-up.
         # Without a pace (one timed row) that split is unknown, and nothing is counted.
@@ -247,7 +267,6 @@ def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, 
         remaining = ((run.last_step or pace.last.step) - pace.last.step) * (pace.seconds_per_step or 0.0)
         done = pace.last.at + timedelta(seconds=max(0.0, remaining))
         step.add(CauseName.WRITING_OUTPUTS, step.clip(done, run.ended_at), pace.last.evidence, run.end_evidence)
-    training = run_training(run, frame, campaign, status.status, checkpoints, step.lo, step.hi)
     rate = step.steps_per_second
     if training is not None:
         step.add(CauseName.LONG_INPUTS, training.long_seconds / 3600.0, *training.long_evidence)
@@ -342,8 +361,8 @@ class VarianceReport:
 
 
 def variance_report(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
-                    checkpoints: dict[str, list[RunCheckpoint]]) -> VarianceReport:
-    steps = explain(schedule, campaign, statuses, checkpoints)
+                    checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one) -> VarianceReport:
+    steps = explain(schedule, campaign, statuses, checkpoints, map_runs)
     gaps = between_steps(schedule)
     unexplained = {item.step.id: steps[item.step.id].unexplained_hours if item.step.id in steps else item.variance_hours
                    for item in schedule.steps}
