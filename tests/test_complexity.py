@@ -88,3 +88,50 @@ def test_each_runs_timed_operations_are_gathered_once_and_again_only_after_more_
     campaign.checkpoint_ops.append(CheckpointOp("a-3", "save", WINDOW_START, Evidence("e.jsonl", 1), seconds=3.0))
     again = campaign.timed_by_run()
     assert again is not first and again["a-3"] == [(WINDOW_START, 3.0)]
+
+
+class CountedItems(list):
+    """A list that counts the items every pass over it visits."""
+
+    visited = 0
+
+    def __iter__(self):
+        CountedItems.visited += len(self)
+        return super().__iter__()
+
+
+def visits_of_every_runs_checkpoints(runs: int, per_run: int) -> int:
+    """Every run's checkpoints asked for (as the run pages and the warnings do), items visited counted."""
+    from types import SimpleNamespace
+
+    from reportgen.analysis.checkpoints import CheckpointsReport
+
+    items = CountedItems(SimpleNamespace(checkpoint=SimpleNamespace(run=f"r-{n % runs}"), n=n) for n in range(runs * per_run))
+    report = CheckpointsReport({}, items, calendar=None, interval=None)
+    CountedItems.visited = 0
+    for n in range(runs):
+        assert len(report.of_run(f"r-{n}")) == per_run
+    return CountedItems.visited
+
+
+def test_each_runs_checkpoints_are_found_in_time_linear_in_the_checkpoints():
+    """Asking for every run's checkpoints visits each checkpoint once however many runs ask; a scan of
+    every checkpoint per run (runs x checkpoints) quadrupled when the runs doubled."""
+    small = visits_of_every_runs_checkpoints(100, 20)
+    large = visits_of_every_runs_checkpoints(200, 20)
+    assert small == 100 * 20 and large == 200 * 20
+
+
+def test_each_runs_rows_are_grouped_once_and_again_for_another_frame():
+    """The analysis and the charts all ask for each run's rows: the frame is grouped once, and again only
+    when the campaign holds another frame (counter-example: a changed frame is not served stale)."""
+    import pandas as pd
+
+    campaign = Campaign(root="logs")
+    campaign.metrics = pd.DataFrame({"path": ["a", "a", "b"], "line": [1, 2, 1], "run": ["x", "x", "y"],
+                                     "kind": ["train"] * 3, "step": [1, 2, 1], "ts": [None] * 3, "loss": [1.0, 0.5, 2.0]})
+    first = campaign.frames_by_run()
+    assert campaign.frames_by_run() is first and sorted(first) == ["x", "y"]
+    campaign.metrics = campaign.metrics[campaign.metrics["run"] == "x"]
+    again = campaign.frames_by_run()
+    assert again is not first and sorted(again) == ["x"]
