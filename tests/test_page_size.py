@@ -215,3 +215,49 @@ def test_the_sample_keeps_its_pages_whole(tmp_path):
     pages = list(site.rglob("*.html"))
     assert not [p for p in pages if 'class="parts"' in p.read_text(encoding="utf-8")]
     assert max(p.stat().st_size for p in pages) < 100_000
+
+
+def test_a_campaign_of_thousands_of_runs_lists_them_over_runs_pages_each_within_budget(tmp_path):
+    """The sample's report with 3,000 runs (its own, copied under new ids): the Runs page lists the first
+    stretch, runs-2.html... the next, each under the page budget, each run once and in order, with a pager
+    on every page; the counts in the text are the whole campaign's."""
+    import copy
+    import json
+
+    from reportgen.render.site import _pages, _render, environment
+
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    report = json.loads((site / "report.json").read_text(encoding="utf-8"))
+    own = report["runs"]
+    runs = []
+    for n in range(3000):
+        run = copy.deepcopy(own[n % len(own)])
+        run["id"], run["page"] = f"{run['id']}-copy{n}", f"runs/{run['id']}-copy{n}.html"
+        runs.append(run)
+    report["runs"] = runs
+    env = environment(None)
+    common = {"report": report, "nav": [], "plan_source": None, "single_file": None}
+    pages = [(page, extra) for page, template, extra in _pages(report, {}, False, {}) if template == "runs.html"]
+    assert [page.file for page, _ in pages][:2] == ["runs.html", "runs-2.html"] and len(pages) > 2
+    listed = []
+    for page, extra in pages:
+        html = _render(env, "runs.html", page=page, **common, **extra)
+        assert len(html.encode()) <= PAGE_BYTES, page.file
+        assert html.count('class="parts"') == 1 and all(f'href="{other.file}"' in html for other, _ in pages)
+        training = sum(1 for r in runs if r["kind"] == "training")
+        assert f"{training:,} training runs" in html or f"{training} training runs" in html
+        listed += re.findall(r'<tr id="run-([^"]+)">', html)
+    assert listed == [run["id"] for run in runs]
+
+
+def test_the_sample_runs_page_is_one_page():
+    """Counter-example: the sample's nine runs stay on runs.html, with no pager."""
+    import json
+
+    from reportgen.render.site import _pages
+
+    report = json.loads((Path(__file__).parent / "golden" / "sample-report.json").read_text(encoding="utf-8"))
+    entries = [entry for entry in _pages(report, {}, False, {}) if entry[1] == "runs.html"]
+    assert [page.file for page, _t, _e in entries] == ["runs.html"]
+    assert entries[0][2]["listing"].parts == []

@@ -420,6 +420,7 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
                   for path, parts in quoted.items() if len(parts) > 1}
     pages = [(Page(file=f, title=t, pending=figures.get(f, []), single=single, line_parts=line_parts), f, {})
              for f, t in PAGES]
+    pages = [entry for page in pages for entry in (_runs_pages(report, page[0], budget) if page[1] == RUNS_PAGE else [page])]
     for run in report["runs"]:
         charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
         pages.extend(_run_pages(run, charts, single, line_parts, budget))
@@ -431,6 +432,35 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
             page = Page(file=part_file(file, number), title=title, root="../", single=single, line_parts=line_parts)
             pages.append((page, "evidence.html", {"path": path, "excerpts": quotes, "listing": Listing(quotes, index, number)}))
     return pages
+
+
+RUNS_PAGE = "runs.html"
+# What a run's row on the Runs page shows, besides its id: its estimate (see _run_row_bytes) weighs these.
+RUN_ROW_FIELDS = ("resumes", "continued_by", "evaluated_by", "variant", "status", "status_reason", "evidence", "final",
+                  "config_id", "stops", "sources", "evaluates", "metrics")
+
+
+def _run_row_bytes(run: dict) -> int:
+    """A run's row on the Runs page, estimated: its fixed markup and twice the JSON of what it shows (a
+    row weighs about 800 bytes)."""
+    return 600 + 2 * len(json.dumps({key: run.get(key) for key in ("id", *RUN_ROW_FIELDS)}, ensure_ascii=False).encode())
+
+
+def _runs_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
+    """The Runs page, and when the campaign has too many runs for one page, a page for each next part
+    of the list (runs-2.html, runs-3.html...), in start order like the list."""
+    parts = split(report["runs"], _run_row_bytes, budget)
+    if len(parts) == 1:
+        return [(page, RUNS_PAGE, {"listing": Listing(parts[0], [])})]
+    starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
+    files = [RUNS_PAGE] + [f"runs-{number}.html" for number in range(2, len(parts) + 1)]
+    index = [Part(file, "", f"{first:,}–{first + len(rows) - 1:,}") for file, rows, first in zip(files, parts, starts)]
+    out = [(page, RUNS_PAGE, {"listing": Listing(parts[0], index, 1)})]
+    for number, rows in enumerate(parts[1:], 2):
+        part = Page(file=files[number - 1], title=f"Runs, page {number} of {len(parts)}", single=page.single,
+                    line_parts=page.line_parts)
+        out.append((part, RUNS_PAGE, {"listing": Listing(rows, index, number)}))
+    return out
 
 
 def evidence_file(path: str) -> str:
