@@ -563,16 +563,17 @@ class Campaign:
         return cached[1]
 
     def frames_by_run(self) -> dict[str, pd.DataFrame]:
-        """Each run's rows of the metrics frame: grouped once for the analysis and the charts, and again
-        only when the frame is another (the groups are shared: read them, never change them)."""
+        """Each run's rows of the metrics frame, in a dict of the caller's own: grouped once for the
+        analysis and the charts, and again only when the campaign holds another frame (or this one
+        with other rows or columns). The frames are shared: read them, never change them in place."""
         if not len(self.metrics):
             return {}
-        key = (id(self.metrics), len(self.metrics), tuple(self.metrics.columns))
+        key = (len(self.metrics), tuple(self.metrics.columns))
         cached = self.__dict__.get("_frames_by_run")
-        if cached is None or cached[0] != key:
+        if cached is None or cached[0] is not self.metrics or cached[1] != key:
             groups = {str(run): group for run, group in self.metrics.groupby("run", sort=True)}
-            cached = self.__dict__["_frames_by_run"] = (key, groups)
-        return cached[1]
+            cached = self.__dict__["_frames_by_run"] = (self.metrics, key, groups)
+        return dict(cached[2])
 
     def metrics_by_run(self) -> dict[str, list[str]]:
         """The metrics each run logged at least once."""

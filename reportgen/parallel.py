@@ -28,7 +28,7 @@ Result = TypeVar("Result")
 # Below this many items per worker the fork and the results' pickling cost more than they save.
 LEAST_PER_WORKER = 4
 
-_task: tuple[Callable, Sequence] | None = None  # what the forked workers map over, inherited at the fork
+_task: tuple[Callable, Sequence] | None = None  # in a worker: what it maps over, inherited at the fork
 _in_worker = False
 redone = 0  # items given to workers but done here after all (a worker died, a result could not travel back)
 
@@ -57,9 +57,11 @@ def workers_for(jobs: int, items: int) -> int:
     return max(1, min(jobs, items // LEAST_PER_WORKER))
 
 
-def _started() -> None:
-    global _in_worker
-    _in_worker = True
+def _started(function: Callable, items: Sequence) -> None:
+    """A worker's start: what it maps over comes with the fork (never pickled), as the worker's own, so
+    that maps started at once by two threads of one process never take each other's work."""
+    global _in_worker, _task
+    _in_worker, _task = True, (function, items)
     # A worker lives for one map: collecting the garbage it inherited would touch, and so copy, every
     # page of the building process's memory that it shares.
     gc.disable()
@@ -88,10 +90,9 @@ def ordered_map(function: Callable[[Item], Result], items: Sequence[Item], jobs:
             done(len(results) - 1, result)
 
     if workers > 1:
-        global _task
-        _task = (function, items)
         gc.freeze()  # what exists now is never collected in the workers, whose pages stay shared
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_started)
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_started,
+                                   initargs=(function, items))
         try:
             returned = pool.map(_run, range(len(items)), chunksize=max(1, len(items) // (workers * 16)))
             while True:
@@ -105,7 +106,6 @@ def ordered_map(function: Callable[[Item], Result], items: Sequence[Item], jobs:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             gc.unfreeze()
-            _task = None
         global redone
         redone += len(items) - len(results)
     for index in range(len(results), len(items)):

@@ -131,7 +131,28 @@ def test_each_runs_rows_are_grouped_once_and_again_for_another_frame():
     campaign.metrics = pd.DataFrame({"path": ["a", "a", "b"], "line": [1, 2, 1], "run": ["x", "x", "y"],
                                      "kind": ["train"] * 3, "step": [1, 2, 1], "ts": [None] * 3, "loss": [1.0, 0.5, 2.0]})
     first = campaign.frames_by_run()
-    assert campaign.frames_by_run() is first and sorted(first) == ["x", "y"]
+    assert campaign.frames_by_run()["x"] is first["x"] and sorted(first) == ["x", "y"]
+    first["x"] = first["y"]  # a caller's dict is its own: the next caller still gets x's rows
+    assert len(campaign.frames_by_run()["x"]) == 2
     campaign.metrics = campaign.metrics[campaign.metrics["run"] == "x"]
     again = campaign.frames_by_run()
-    assert again is not first and sorted(again) == ["x"]
+    assert again["x"] is not first["x"] and sorted(again) == ["x"]
+
+
+def test_the_analysis_leaves_each_runs_rows_as_they_were_read():
+    """The stop rules count an evaluation run's rows for the run it evaluates, in a dict of their own:
+    the runs' rows the charts and the estimates read afterwards are still each run's own."""
+    from pathlib import Path
+
+    from conftest import SAMPLE_PLAN
+
+    from reportgen.analysis import analyse
+    from reportgen.ingest import ingest
+    from reportgen.plan.load import load_plan
+
+    campaign = ingest(Path(__file__).parent / "fixtures" / "campaigns" / "trainer-mlflow")
+    assert campaign.evaluated_by()  # training runs with evaluation runs attached
+    before = {run: len(rows) for run, rows in campaign.frames_by_run().items()}
+    analyse(load_plan(SAMPLE_PLAN).plan, campaign)
+    analyse(load_plan(SAMPLE_PLAN).plan, campaign)
+    assert {run: len(rows) for run, rows in campaign.frames_by_run().items()} == before

@@ -11,6 +11,7 @@ import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,6 +21,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from reportgen import __version__
 from reportgen.errors import BuildError, during
 from reportgen.model import Excerpt, QuotedRecord
 from reportgen.numbers import figure, money
@@ -325,6 +327,8 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
     A cache that cannot be read or written is a cache miss, never an error."""
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if not _private(Path(self._get_cache_filename(bucket)), missing_ok=True):
+            return  # another user's, or one others could have written: compiled anew, never run
         try:
             super().load_bytecode(bucket)
         except Exception:  # noqa: BLE001 - a damaged or foreign entry: compile the template instead
@@ -337,20 +341,43 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
             pass
 
 
+def _private(path: Path, missing_ok: bool = False) -> bool:
+    """The path is this user's and no one else can write to it (nor replace it: not a link)."""
+    try:
+        held = path.lstat()
+    except FileNotFoundError:
+        return missing_ok
+    except OSError:
+        return False
+    return (not stat.S_ISLNK(held.st_mode) and held.st_uid == os.getuid()
+            and not held.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _compiler_fingerprint() -> str:
+    """What compiled templates depend on besides their source: the environment and its filters (this
+    module), reportgen's, Jinja's and Python's versions. Each fingerprint has a cache folder of its own,
+    so an upgrade or another checkout never runs code compiled for another environment."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"{__version__}|{jinja2.__version__}|{sys.version}".encode())
+    return digest.hexdigest()[:16]
+
+
 def template_cache() -> jinja2.BytecodeCache | None:
     """The compiled-template cache in the user's cache folder ($XDG_CACHE_HOME, else ~/.cache, then
-    reportgen/templates); none when that folder cannot be made private to this user (the cache holds code
-    to run). REPORTGEN_TEMPLATE_CACHE=off turns it off."""
+    reportgen/templates/<fingerprint>); none unless every folder from reportgen/ down is private to this
+    user (the cache holds code to run). REPORTGEN_TEMPLATE_CACHE=off turns it off."""
     if os.environ.get("REPORTGEN_TEMPLATE_CACHE", "").strip().lower() in {"off", "0", "no"}:
         return None
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "reportgen" / "templates"
+    top = Path(base) / "reportgen"
+    folder = top / "templates" / _compiler_fingerprint()
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        held = folder.lstat()
+        top.parent.mkdir(parents=True, exist_ok=True)
+        for path in (top, top / "templates", folder):
+            path.mkdir(exist_ok=True, mode=0o700)
     except OSError:
         return None
-    if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.getuid() or held.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not all(_private(path) for path in (top, top / "templates", folder)):
         return None
     return _TemplateCache(str(folder))
 
@@ -515,15 +542,16 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
         page, template, extra = entry
         return _render(env, template, page=page.drawn(), **common, **extra)
 
-    # Every file made from the report, the longest first so that a worker starts on them at once.
+    # Every file made from the report: report.json first so that a worker starts on it at once, the
+    # one-file report last (what the workers make waits in this process until its turn to be written).
     made: list[tuple[str, Callable[[], str]]] = [
         ("report.json", lambda: json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"),
         ("order-note.md", lambda: order_note(report)),
     ]
-    if single_file:
-        made.insert(0, (SINGLE_FILE, lambda: _single_file(env, common, sources, run_figures)))
     with during("writing the site"):
         made += [(entry[0].file, partial(page_html, entry)) for entry in _pages(report, sources, False, run_figures)]
+        if single_file:
+            made.append((SINGLE_FILE, lambda: _single_file(env, common, sources, run_figures)))
 
         def text(task: tuple[str, Callable[[], str]]) -> str:
             file, make = task
@@ -531,7 +559,8 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
                 return make()
 
         def write(index: int, content: str) -> None:
-            writer.write(made[index][0], content)
+            with during(f"writing {made[index][0]}"):
+                writer.write(made[index][0], content)
             if progress:
                 progress("writing", made[index][0], index + 1, len(made))
 
