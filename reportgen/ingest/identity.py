@@ -42,7 +42,7 @@ from reportgen.model import (
     UnlinkedSource,
     WarningCode,
 )
-from reportgen.parallel import ordered_map
+from reportgen.parallel import ordered_map, workers_for
 
 # Configuration keys that name or place a run rather than configure it: two runs that differ only
 # in these ran the same configuration (R10). Matched at any depth of the configuration.
@@ -148,8 +148,14 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     # Which metrics each run logged, counted once for the whole frame; only those are looked at per run.
     counts = frame.groupby("run", sort=True)[metrics].count() if values and metrics else None
-    groups = [(str(run), group, [m for m, n in counts.loc[run].items() if n] if counts is not None else [])
-              for run, group in frame.groupby("run", sort=True)]
+
+    def own(run: object) -> list[str]:
+        return [m for m, n in counts.loc[run].items() if n] if counts is not None else []
+
+    by_run = frame.groupby("run", sort=True)
+    if workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
+        return {str(run): _trace(group, own(run), formats, values) for run, group in by_run}
+    groups = [(str(run), group, own(run)) for run, group in by_run]
     traces = ordered_map(lambda entry: _trace(entry[1], entry[2], formats, values), groups, jobs)
     return {run: trace for (run, _group, _own), trace in zip(groups, traces, strict=True)}
 
