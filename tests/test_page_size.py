@@ -261,3 +261,39 @@ def test_the_sample_runs_page_is_one_page():
     entries = [entry for entry in _pages(report, {}, False, {}) if entry[1] == "runs.html"]
     assert [page.file for page, _t, _e in entries] == ["runs.html"]
     assert entries[0][2]["listing"].parts == []
+
+
+def test_checkpoints_of_thousands_of_runs_are_listed_per_run_over_pages_each_within_budget(tmp_path):
+    """The sample's report with 3,000 runs and their checkpoints (copied under new ids): the per-run list
+    of checkpoints is spread over checkpoints.html, checkpoints-2.html..., each under the budget, each run
+    once and in order, with its counts; the first page keeps the rest of the Checkpoints page."""
+    import copy
+    import json
+
+    from reportgen.render.site import _pages, _render, environment
+
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    report = json.loads((site / "report.json").read_text(encoding="utf-8"))
+    own_runs, own_items = report["runs"], report["checkpoints"]["items"]
+    runs, items = [], []
+    for n in range(3000):
+        run = copy.deepcopy(own_runs[n % len(own_runs)])
+        old = run["id"]
+        run["id"], run["page"] = f"{old}-copy{n}", f"runs/{old}-copy{n}.html"
+        runs.append(run)
+        items += [{**copy.deepcopy(item), "run": run["id"]} for item in own_items if item["run"] == old]
+    report["runs"], report["checkpoints"]["items"] = runs, items
+    env = environment(None)
+    common = {"report": report, "nav": [], "plan_source": None, "single_file": None}
+    pages = [(page, extra) for page, template, extra in _pages(report, {}, False, {}) if template == "checkpoints.html"]
+    assert [page.file for page, _ in pages][:2] == ["checkpoints.html", "checkpoints-2.html"]
+    listed = []
+    for number, (page, extra) in enumerate(pages, 1):
+        html = _render(env, "checkpoints.html", page=page.drawn(), **common, **extra)
+        assert len(html.encode()) <= PAGE_BYTES, page.file
+        assert ("Save interval" in html) == (number == 1)  # the rest of the page, on the first only
+        listed += re.findall(r'<tr><td><a href="runs/([^"]+)\.html#checkpoints">', html)
+    with_checkpoints = [run["id"] for run in runs if any(item["run"] == run["id"] for item in own_items)
+                        or run["id"].rsplit("-copy", 1)[0] in {item["run"] for item in own_items}]
+    assert listed == with_checkpoints

@@ -447,7 +447,8 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
                   for path, parts in quoted.items() if len(parts) > 1}
     pages = [(Page(file=f, title=t, pending=figures.get(f, []), single=single, line_parts=line_parts), f, {})
              for f, t in PAGES]
-    pages = [entry for page in pages for entry in (_runs_pages(report, page[0], budget) if page[1] == RUNS_PAGE else [page])]
+    expand = {RUNS_PAGE: _runs_pages, CHECKPOINTS_PAGE: _checkpoints_pages}
+    pages = [entry for page in pages for entry in (expand[page[1]](report, page[0], budget) if page[1] in expand else [page])]
     for run in report["runs"]:
         charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
         pages.extend(_run_pages(run, charts, single, line_parts, budget))
@@ -487,6 +488,58 @@ def _runs_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page
         part = Page(file=files[number - 1], title=f"Runs, page {number} of {len(parts)}", single=page.single,
                     line_parts=page.line_parts)
         out.append((part, RUNS_PAGE, {"listing": Listing(rows, index, number)}))
+    return out
+
+
+CHECKPOINTS_PAGE = "checkpoints.html"
+CHECKPOINTS_PER_RUN_ABOVE = 300  # above this many checkpoints the page lists them per run
+
+
+def checkpoints_per_run(report: dict) -> list[dict]:
+    """Each run's checkpoints in a line, in the runs' order: how many, resumable, steps, off the rented
+    machine and reload-tested."""
+    of_run: dict[str, list[dict]] = {}
+    for item in report["checkpoints"]["items"]:
+        of_run.setdefault(item["run"], []).append(item)
+    rows = []
+    for run in report["runs"]:
+        mine = of_run.get(run["id"])
+        if not mine:
+            continue
+        steps = [item["step"] for item in mine if item["step"] is not None]
+        rows.append({
+            "run": run["id"],
+            "count": len(mine),
+            "resumable": sum(1 for item in mine if item["resumable"] is True),
+            "first_step": min(steps) if steps else None,
+            "last_step": max(steps) if steps else None,
+            "off_machine": sum(1 for item in mine if item["location"]["status"] in ("transferred", "copy_in_logs")),
+            "reload_tested": sum(1 for item in mine if item["reload_tested"]),
+        })
+    return rows
+
+
+def _per_run_row_bytes(row: dict) -> int:
+    """A run's line of the per-run checkpoints list, estimated: its markup (about 400 bytes) and its
+    run's id, written twice (link and text)."""
+    return 450 + 2 * len(row["run"].encode())
+
+
+def _checkpoints_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
+    """The Checkpoints page; above CHECKPOINTS_PER_RUN_ABOVE checkpoints it lists them per run, and when
+    that list is too long for one page, the next parts go on pages of their own (checkpoints-2.html...)."""
+    if len(report["checkpoints"]["items"]) <= CHECKPOINTS_PER_RUN_ABOVE:
+        return [(page, CHECKPOINTS_PAGE, {"per_run": None})]
+    parts = split(checkpoints_per_run(report), _per_run_row_bytes, budget)
+    files = [CHECKPOINTS_PAGE] + [f"checkpoints-{number}.html" for number in range(2, len(parts) + 1)]
+    starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
+    index = [Part(file, "", f"runs {first:,}–{first + len(rows) - 1:,}") for file, rows, first in zip(files, parts, starts)] \
+        if len(parts) > 1 else []
+    out = [(page, CHECKPOINTS_PAGE, {"per_run": Listing(parts[0], index, 1)})]
+    for number, rows in enumerate(parts[1:], 2):
+        part = Page(file=files[number - 1], title=f"Checkpoints per run, page {number} of {len(parts)}",
+                    single=page.single, line_parts=page.line_parts)
+        out.append((part, CHECKPOINTS_PAGE, {"per_run": Listing(rows, index, number)}))
     return out
 
 
