@@ -68,3 +68,11 @@ def median(values: list[float]) -> float | None:
 def plural(n: int, word: str) -> str:
     """"1 save", "14 saves"."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def listed(names: list[str], shown: int = 5) -> str:
+    """Names for a sentence: the first `shown`, then how many more ("a, b, c and 497 more"), so that a
+    sentence about the runs of a campaign of hundreds stays a sentence."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"

@@ -297,3 +297,18 @@ def test_checkpoints_of_thousands_of_runs_are_listed_per_run_over_pages_each_wit
     with_checkpoints = [run["id"] for run in runs if any(item["run"] == run["id"] for item in own_items)
                         or run["id"].rsplit("-copy", 1)[0] in {item["run"] for item in own_items}]
     assert listed == with_checkpoints
+
+
+def test_a_measurement_over_many_runs_names_five_and_counts_the_rest(tmp_path):
+    """A sentence about the runs of a large campaign stays a sentence (at 1,000 runs the next-campaign
+    page listed every run's id in its measurements, 235 KB of them): five named, the rest counted."""
+    from reportgen.numbers import listed
+
+    assert listed(["a", "b"]) == "a, b" and listed([str(n) for n in range(1, 1001)]) == "1, 2, 3, 4, 5 and 995 more"
+    logs = tmp_path / "logs"
+    many_checkpoints(logs, runs=12, saves=3)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    page = (site / "next.html").read_text(encoding="utf-8")
+    assert "steps of lora-r16-1, lora-r16-10, lora-r16-11, lora-r16-12, lora-r16-2 and 7 more" in page
+    assert "lora-r16-9," not in page

@@ -59,7 +59,7 @@ from reportgen.analysis.variance import (
 )
 from reportgen.analysis.verdicts import VariantResult, VariantVerdict
 from reportgen.model import Campaign, Evidence, Run, Status, metric_values
-from reportgen.numbers import figure, median, plural
+from reportgen.numbers import figure, listed, median, plural
 from reportgen.plan.schema import Plan, StopKind
 
 DRAFT_MIN_HOURS = 0.1  # a plan's step takes more than 0 h: the least a draft plan writes
@@ -526,7 +526,7 @@ class _Estimator:
                                 left_out=left_out, work_hours=work, measurements=figures)
         completed = [r.id for r in runs if self.runs.statuses[r.id].status == Status.COMPLETED]
         if completed:
-            self._uncertain(Doubt.VARIANT_TIME_UNKNOWN, f"variant {variant.id}", f"Variant {variant.id} completed ({', '.join(completed)}), but no "
+            self._uncertain(Doubt.VARIANT_TIME_UNKNOWN, f"variant {variant.id}", f"Variant {variant.id} completed ({listed(completed)}), but no "
                             "source gives the time its runs took: how long a full run takes is unknown.")
             return keep_plan("completed, but the runs' time is unknown (no clock times, no training time stated): "
                              "the plan's figure is kept")
@@ -546,7 +546,7 @@ class _Estimator:
                 return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours,
                                 f"not run; variant {step.variant} is not proposed again", False, runs,
                                 left_out=left_out, measurements=figures)
-            why = (f"its runs ({', '.join(runs)}) keep no clock times" if runs else "no step events and no runs")
+            why = (f"its runs ({listed(runs)}) keep no clock times" if runs else "no step events and no runs")
             self._uncertain(Doubt.STEP_NOT_MEASURED, f"step {step.id}", f"Step {step.id} ({step.hours:g} h planned) was never measured: {why}.")
             return Estimate(EstimateKind.STEP, step.id, step.hours, None, step.hours, "not measured: the plan's figure is kept",
                             False, runs, measurements=figures)
@@ -626,7 +626,7 @@ class _Estimator:
                 continue
             seconds, steps, evidence = pace
             out.append(Measurement(f"seconds a step ({result.variant.id})", "s/step", planned, seconds / steps,
-                                   steps, f"{steps:,} steps of {', '.join(result.runs)}; evaluations, checkpoints "
+                                   steps, f"{steps:,} steps of {listed(result.runs)}; evaluations, checkpoints "
                                    "and long-input stretches taken out", evidence, variant=result.variant.id))
         return out
 
@@ -641,7 +641,7 @@ class _Estimator:
         if pace is not None:
             seconds, steps, evidence = pace
             out.append(Measurement("seconds a step", "s/step", None, seconds / steps, steps,
-                                   f"{seconds:,.0f} s of training over {steps:,} steps of {', '.join(run_ids)} "
+                                   f"{seconds:,.0f} s of training over {steps:,} steps of {listed(run_ids)} "
                                    f"(evaluations, checkpoints and long-input stretches taken out): "
                                    f"{seconds:,.0f} / {steps:,} = {figure(seconds / steps)} s a step", evidence[:10]))
 
@@ -650,7 +650,7 @@ class _Estimator:
             if values:
                 runs = sorted({i.run for i in items if i.run})
                 out.append(Measurement(quantity, "s", None, median(values), len(values),
-                                       f"median of {plural(len(values), what)} in {', '.join(runs)}",
+                                       f"median of {plural(len(values), what)} in {listed(runs)}",
                                        sorted({i.evidence for i in items})[:10]))
 
         for op, quantity in (("save", Quantity.SAVE), ("transfer", Quantity.TRANSFER), ("restore", Quantity.RESTORE)):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from reportgen.model import Campaign, EventKind, Evidence, Run
+from reportgen.numbers import listed
 from reportgen.plan.schema import HUMAN_RESOURCE, Plan, ScheduleStep
 
 
@@ -196,7 +197,7 @@ def _from_runs(step: ScheduleStep, campaign: Campaign) -> ActualSpan | None:
         start=intervals[0][0],
         end=max(end for _, end, _ in intervals),
         hours=total,
-        basis="runs " + ", ".join(run.id for _, _, run in intervals),
+        basis="runs " + listed([run.id for _, _, run in intervals]),
         evidence=evidence,
         open_ended=any(run.ended_at is None for _, _, run in intervals),
     )
