@@ -34,11 +34,17 @@ def many_checkpoints(logs, runs: int, saves: int) -> None:
         log.run_end(status="completed", step=10 * saves)
 
 
-def test_over_300_checkpoints_are_listed_per_run_with_a_link_to_each_runs_own_table(tmp_path):
+def built_with_checkpoints(tmp_path, runs: int, saves: int):
+    """The site of `runs` runs of `saves` checkpoints each (many_checkpoints), built with the sample plan."""
     logs = tmp_path / "logs"
-    many_checkpoints(logs, runs=2, saves=160)
+    many_checkpoints(logs, runs=runs, saves=saves)
     site = tmp_path / "site"
     assert CliRunner().invoke(cli, ["build", str(logs), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    return site
+
+
+def test_over_300_checkpoints_are_listed_per_run_with_a_link_to_each_runs_own_table(tmp_path):
+    site = built_with_checkpoints(tmp_path, runs=2, saves=160)
     page = (site / "checkpoints.html").read_text(encoding="utf-8")
     assert "320 checkpoints: too many for one table" in page
     rows = re.findall(r'<tr><td><a href="runs/(lora-r16-\d)\.html#checkpoints">', page)
@@ -217,34 +223,49 @@ def test_the_sample_keeps_its_pages_whole(tmp_path):
     assert max(p.stat().st_size for p in pages) < 100_000
 
 
-def test_a_campaign_of_thousands_of_runs_lists_them_over_runs_pages_each_within_budget(tmp_path):
-    """The sample's report with 3,000 runs (its own, copied under new ids): the Runs page lists the first
-    stretch, runs-2.html... the next, each under the page budget, each run once and in order, with a pager
-    on every page; the counts in the text are the whole campaign's."""
+def sample_report_of(tmp_path, runs: int) -> dict:
+    """The sample's report.json with `runs` runs: its own, copied under new ids (x-copyN), each with
+    copies of its checkpoints."""
     import copy
     import json
-
-    from reportgen.render.site import _pages, _render, environment
 
     site = tmp_path / "site"
     assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
     report = json.loads((site / "report.json").read_text(encoding="utf-8"))
-    own = report["runs"]
-    runs = []
-    for n in range(3000):
-        run = copy.deepcopy(own[n % len(own)])
-        run["id"], run["page"] = f"{run['id']}-copy{n}", f"runs/{run['id']}-copy{n}.html"
-        runs.append(run)
-    report["runs"] = runs
+    own_runs, own_items = report["runs"], report["checkpoints"]["items"]
+    copied, items = [], []
+    for n in range(runs):
+        run = copy.deepcopy(own_runs[n % len(own_runs)])
+        old = run["id"]
+        run["id"], run["page"] = f"{old}-copy{n}", f"runs/{old}-copy{n}.html"
+        copied.append(run)
+        items += [{**copy.deepcopy(item), "run": run["id"]} for item in own_items if item["run"] == old]
+    report["runs"], report["checkpoints"]["items"] = copied, items
+    return report
+
+
+def rendered(report: dict, template: str) -> list[tuple[str, str]]:
+    """(file, html) of every page the site renders from `template` for this report."""
+    from reportgen.render.site import _pages, _render, environment
+
     env = environment(None)
     common = {"report": report, "nav": [], "plan_source": None, "single_file": None}
-    pages = [(page, extra) for page, template, extra in _pages(report, {}, False, {}) if template == "runs.html"]
-    assert [page.file for page, _ in pages][:2] == ["runs.html", "runs-2.html"] and len(pages) > 2
+    return [(page.file, _render(env, template, page=page.drawn(), **common, **extra))
+            for page, name, extra in _pages(report, {}, False, {}) if name == template]
+
+
+def test_a_campaign_of_thousands_of_runs_lists_them_over_runs_pages_each_within_budget(tmp_path):
+    """The sample's report with 3,000 runs (its own, copied under new ids): the Runs page lists the first
+    stretch, runs-2.html... the next, each under the page budget, each run once and in order, with a pager
+    on every page; the counts in the text are the whole campaign's."""
+    report = sample_report_of(tmp_path, 3000)
+    runs = report["runs"]
+    pages = rendered(report, "runs.html")
+    assert [file for file, _ in pages][:2] == ["runs.html", "runs-2.html"] and len(pages) > 2
     listed = []
-    for page, extra in pages:
-        html = _render(env, "runs.html", page=page, **common, **extra)
-        assert len(html.encode()) <= PAGE_BYTES, page.file
-        assert html.count('class="parts"') == 1 and all(f'href="{other.file}"' in html for other, _ in pages)
+    for file, html in pages:
+        assert len(html.encode()) <= PAGE_BYTES, file
+        assert html.count('class="parts"') == 1 and all(f'href="{other}"' in html for other, _ in pages)
         training = sum(1 for r in runs if r["kind"] == "training")
         assert f"{training:,} training runs" in html or f"{training} training runs" in html
         listed += re.findall(r'<tr id="run-([^"]+)">', html)
@@ -267,36 +288,16 @@ def test_checkpoints_of_thousands_of_runs_are_listed_per_run_over_pages_each_wit
     """The sample's report with 3,000 runs and their checkpoints (copied under new ids): the per-run list
     of checkpoints is spread over checkpoints.html, checkpoints-2.html..., each under the budget, each run
     once and in order, with its counts; the first page keeps the rest of the Checkpoints page."""
-    import copy
-    import json
-
-    from reportgen.render.site import _pages, _render, environment
-
-    site = tmp_path / "site"
-    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
-    report = json.loads((site / "report.json").read_text(encoding="utf-8"))
-    own_runs, own_items = report["runs"], report["checkpoints"]["items"]
-    runs, items = [], []
-    for n in range(3000):
-        run = copy.deepcopy(own_runs[n % len(own_runs)])
-        old = run["id"]
-        run["id"], run["page"] = f"{old}-copy{n}", f"runs/{old}-copy{n}.html"
-        runs.append(run)
-        items += [{**copy.deepcopy(item), "run": run["id"]} for item in own_items if item["run"] == old]
-    report["runs"], report["checkpoints"]["items"] = runs, items
-    env = environment(None)
-    common = {"report": report, "nav": [], "plan_source": None, "single_file": None}
-    pages = [(page, extra) for page, template, extra in _pages(report, {}, False, {}) if template == "checkpoints.html"]
-    assert [page.file for page, _ in pages][:2] == ["checkpoints.html", "checkpoints-2.html"]
+    report = sample_report_of(tmp_path, 3000)
+    pages = rendered(report, "checkpoints.html")
+    assert [file for file, _ in pages][:2] == ["checkpoints.html", "checkpoints-2.html"]
     listed = []
-    for number, (page, extra) in enumerate(pages, 1):
-        html = _render(env, "checkpoints.html", page=page.drawn(), **common, **extra)
-        assert len(html.encode()) <= PAGE_BYTES, page.file
+    for number, (file, html) in enumerate(pages, 1):
+        assert len(html.encode()) <= PAGE_BYTES, file
         assert ("Save interval" in html) == (number == 1)  # the rest of the page, on the first only
         listed += re.findall(r'<tr><td><a href="runs/([^"]+)\.html#checkpoints">', html)
-    with_checkpoints = [run["id"] for run in runs if any(item["run"] == run["id"] for item in own_items)
-                        or run["id"].rsplit("-copy", 1)[0] in {item["run"] for item in own_items}]
-    assert listed == with_checkpoints
+    saved = {item["run"].rsplit("-copy", 1)[0] for item in report["checkpoints"]["items"]}
+    assert listed == [run["id"] for run in report["runs"] if run["id"].rsplit("-copy", 1)[0] in saved]
 
 
 def test_a_measurement_over_many_runs_names_five_and_counts_the_rest(tmp_path):
@@ -305,10 +306,6 @@ def test_a_measurement_over_many_runs_names_five_and_counts_the_rest(tmp_path):
     from reportgen.numbers import listed
 
     assert listed(["a", "b"]) == "a, b" and listed([str(n) for n in range(1, 1001)]) == "1, 2, 3, 4, 5 and 995 more"
-    logs = tmp_path / "logs"
-    many_checkpoints(logs, runs=12, saves=3)
-    site = tmp_path / "site"
-    assert CliRunner().invoke(cli, ["build", str(logs), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
-    page = (site / "next.html").read_text(encoding="utf-8")
+    page = (built_with_checkpoints(tmp_path, runs=12, saves=3) / "next.html").read_text(encoding="utf-8")
     assert "steps of lora-r16-1, lora-r16-10, lora-r16-11, lora-r16-12, lora-r16-2 and 7 more" in page
     assert "lora-r16-9," not in page

@@ -21,7 +21,7 @@ from reportgen.analysis.plan_checks import Finding
 from reportgen.analysis.runs import RunsReport
 from reportgen.analysis.schedule import Window
 from reportgen.model import Campaign, Evidence, Problem, RunKind, Status, WarningCode
-from reportgen.numbers import plural
+from reportgen.numbers import listed, plural
 from reportgen.plan.schema import Plan, format_key
 
 MAX_EVIDENCE = 20
@@ -58,11 +58,10 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                                    f"deliverable {missing} is in the plan but no manifest lists it"))
     left = checkpoints.left_on_machine
     if left:
-        where = ", ".join(f"{i.checkpoint.run} step {i.checkpoint.step}" if i.checkpoint.step is not None else i.checkpoint.path
-                          for i in left[:5])
-        more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+        where = listed([f"{i.checkpoint.run} step {i.checkpoint.step}" if i.checkpoint.step is not None else i.checkpoint.path
+                        for i in left])
         out.append(CampaignWarning(WarningCode.LEFT_ON_MACHINE, f"{plural(len(left), 'checkpoint')} not copied off the "
-                                   f"machine before the lot ended: {where}{more}",
+                                   f"machine before the lot ended: {where}",
                                    sorted({e for i in left for e in i.location.evidence})[:MAX_EVIDENCE]))
     for run_id in checkpoints.runs_without_resumable:
         out.append(CampaignWarning(WarningCode.NO_RESUMABLE_CHECKPOINT, f"run {run_id}: no checkpoint holds the state "
@@ -103,9 +102,8 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     unclaimed = [r for r in training if run_variants.get(r) is None and campaign.runs[r].variant is None
                  and not any(fnmatch.fnmatchcase(r, p) for p in step_patterns)]
     if unclaimed and any(run_variants.get(r) for r in training):  # none claimed at all is the mismatch above
-        more = f" and {len(unclaimed) - 10} more" if len(unclaimed) > 10 else ""
         out.append(CampaignWarning(WarningCode.UNCLAIMED_RUN, f"{plural(len(unclaimed), 'run')} that neither a variant "
-                                   f"nor a schedule step of the plan claims: {', '.join(unclaimed[:10])}{more}; "
+                                   f"nor a schedule step of the plan claims: {listed(unclaimed, 10)}; "
                                    "their results count for no verdict",
                                    _first_evidence(campaign, unclaimed)))
     if training and plan.quality.metric not in campaign.metric_names():
@@ -117,10 +115,9 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     outside = [r for r in training if (at := campaign.runs[r].started_at) is not None
                and not window.start <= at <= window.end]
     if outside:
-        more = f" and {len(outside) - 10} more" if len(outside) > 10 else ""
         out.append(CampaignWarning(WarningCode.OUTSIDE_WINDOW, f"{plural(len(outside), 'run')} started outside the "
                                    f"rented window ({window.start.isoformat(sep=' ')} to {window.end.isoformat(sep=' ')}): "
-                                   f"{', '.join(outside[:10])}{more}; their time is not the rental's, or the plan's "
+                                   f"{listed(outside, 10)}; their time is not the rental's, or the plan's "
                                    "lots are not the ones these runs used", _first_evidence(campaign, outside)))
     if frozen_at is not None and frozen_at > window.start:
         out.append(CampaignWarning(WarningCode.FROZEN_LATE, f"the plan was frozen {_after(frozen_at - window.start)} "

@@ -306,6 +306,14 @@ class _Records:
         self.end: tuple[int, str] | None = None  # the problem that ended the framing, if one did
         self.cut_off = False
 
+    def _cut(self, record: int, what: str) -> None:
+        """The file ends inside a record: damage when the whole file was read (a writer stopped mid-record),
+        not when the budget cut it."""
+        if self.whole:
+            self.end = (record, f"{what}: the writer stopped mid-record")
+            self.cut_off = True
+        self.done = True
+
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
         """Up to BATCH more records: the offset of each one's data, and the CRC-32C of that data
         (compared with the stored one by the caller, all at once)."""
@@ -320,11 +328,7 @@ class _Records:
                 break
             record += 1
             if size - pos < 12:
-                if self.whole:
-                    self.end = (record, f"cut off in the header of record {record} ({size - pos} bytes left): "
-                                        "the writer stopped mid-record")
-                    self.cut_off = True
-                self.done = True
+                self._cut(record, f"cut off in the header of record {record} ({size - pos} bytes left)")
                 break
             length, length_crc = header(buf, pos)
             crc = crc32c(buf[pos:pos + 8])
@@ -336,11 +340,7 @@ class _Records:
             start = pos + 12
             end = start + length
             if end + 4 > size:
-                if self.whole:
-                    self.end = (record, f"record {record} is cut off ({size - start} of {length + 4} bytes): "
-                                        "the writer stopped mid-record")
-                    self.cut_off = True
-                self.done = True
+                self._cut(record, f"record {record} is cut off ({size - start} of {length + 4} bytes)")
                 break
             add_start(start)
             add_crc(crc32c(buf[start:end]))

@@ -260,6 +260,28 @@ def _rows_label(rows: list[dict], first: int) -> str:
     return label + (f" (steps {min(steps):,}–{max(steps):,})" if steps else "")
 
 
+def _spread(parts: list[list], file_of: Callable[[int], str], label: Callable[[list, int], str],
+            fragment: str = "") -> list[tuple[str, Listing]]:
+    """Each part of a list spread over pages: the file of its page (`file_of(number)`, from 1) and its
+    Listing, whose pager names every part by `label(rows, first row's number)`; no pager for one part."""
+    starts = list(itertools.accumulate((len(rows) for rows in parts[:-1]), initial=1))
+    files = [file_of(number) for number in range(1, len(parts) + 1)]
+    index = [Part(file, fragment, label(rows, first)) for file, rows, first in zip(files, parts, starts)] if len(parts) > 1 else []
+    return [(file, Listing(rows, index, number)) for number, (file, rows) in enumerate(zip(files, parts), 1)]
+
+
+def _paged(page: Page, template: str, key: str, parts: list[list], label: Callable[[list, int], str],
+           title: str) -> list[tuple[Page, str, dict]]:
+    """A top-level page whose list is spread over it and pages of its own (<page>-2.html...): each page
+    with its part as `key` in its context; `title` is the next pages', with "page N of M" added."""
+    out = []
+    for number, (file, listing) in enumerate(_spread(parts, partial(part_file, page.file), label), 1):
+        shown = page if number == 1 else Page(file=file, title=f"{title}, page {number} of {len(parts)}",
+                                              single=page.single, line_parts=page.line_parts)
+        out.append((shown, template, {key: listing}))
+    return out
+
+
 @dataclass
 class Page:
     """One page: templates build every link and id through it, so the same templates serve the
@@ -453,12 +475,11 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
         charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
         pages.extend(_run_pages(run, charts, single, line_parts, budget))
     for path, parts in quoted.items():
-        file = evidence_file(path)
-        index = [Part(part_file(file, number), "", _quotes_label(quotes)) for number, quotes in enumerate(parts, 1)] if len(parts) > 1 else []
-        for number, quotes in enumerate(parts, 1):
+        spread = _spread(parts, partial(part_file, evidence_file(path)), lambda quotes, _first: _quotes_label(quotes))
+        for number, (file, listing) in enumerate(spread, 1):
             title = path if len(parts) == 1 else f"{path}, part {number} of {len(parts)}"
-            page = Page(file=part_file(file, number), title=title, root="../", single=single, line_parts=line_parts)
-            pages.append((page, "evidence.html", {"path": path, "excerpts": quotes, "listing": Listing(quotes, index, number)}))
+            page = Page(file=file, title=title, root="../", single=single, line_parts=line_parts)
+            pages.append((page, "evidence.html", {"path": path, "excerpts": listing.rows, "listing": listing}))
     return pages
 
 
@@ -478,17 +499,7 @@ def _runs_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page
     """The Runs page, and when the campaign has too many runs for one page, a page for each next part
     of the list (runs-2.html, runs-3.html...), in start order like the list."""
     parts = split(report["runs"], _run_row_bytes, budget)
-    if len(parts) == 1:
-        return [(page, RUNS_PAGE, {"listing": Listing(parts[0], [])})]
-    starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
-    files = [RUNS_PAGE] + [f"runs-{number}.html" for number in range(2, len(parts) + 1)]
-    index = [Part(file, "", f"{first:,}–{first + len(rows) - 1:,}") for file, rows, first in zip(files, parts, starts)]
-    out = [(page, RUNS_PAGE, {"listing": Listing(parts[0], index, 1)})]
-    for number, rows in enumerate(parts[1:], 2):
-        part = Page(file=files[number - 1], title=f"Runs, page {number} of {len(parts)}", single=page.single,
-                    line_parts=page.line_parts)
-        out.append((part, RUNS_PAGE, {"listing": Listing(rows, index, number)}))
-    return out
+    return _paged(page, RUNS_PAGE, "listing", parts, lambda rows, first: f"{first:,}–{first + len(rows) - 1:,}", "Runs")
 
 
 CHECKPOINTS_PAGE = "checkpoints.html"
@@ -531,16 +542,8 @@ def _checkpoints_pages(report: dict, page: Page, budget: int | None) -> list[tup
     if len(report["checkpoints"]["items"]) <= CHECKPOINTS_PER_RUN_ABOVE:
         return [(page, CHECKPOINTS_PAGE, {"per_run": None})]
     parts = split(checkpoints_per_run(report), _per_run_row_bytes, budget)
-    files = [CHECKPOINTS_PAGE] + [f"checkpoints-{number}.html" for number in range(2, len(parts) + 1)]
-    starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
-    index = [Part(file, "", f"runs {first:,}–{first + len(rows) - 1:,}") for file, rows, first in zip(files, parts, starts)] \
-        if len(parts) > 1 else []
-    out = [(page, CHECKPOINTS_PAGE, {"per_run": Listing(parts[0], index, 1)})]
-    for number, rows in enumerate(parts[1:], 2):
-        part = Page(file=files[number - 1], title=f"Checkpoints per run, page {number} of {len(parts)}",
-                    single=page.single, line_parts=page.line_parts)
-        out.append((part, CHECKPOINTS_PAGE, {"per_run": Listing(rows, index, number)}))
-    return out
+    return _paged(page, CHECKPOINTS_PAGE, "per_run", parts, lambda rows, first: f"runs {first:,}–{first + len(rows) - 1:,}",
+                  "Checkpoints per run")
 
 
 def evidence_file(path: str) -> str:
@@ -558,20 +561,15 @@ def _run_pages(run: dict, charts: list[Chart], single: bool, line_parts: dict[st
         room = max(0, budget - sum(len(chart.json.encode()) for chart in charts))
         if sum(needs) > room:
             tables = {key: split(run[key], _row_bytes, budget, first) for key, first in zip(RUN_TABLES, shares(room, needs))}
-    listings: dict[str, list[Listing]] = {}
-    for key, parts in tables.items():
-        starts = [sum(map(len, parts[:n])) + 1 for n in range(len(parts))]
-        index = [Part(run_table_file(run["page"], key, number), RUN_TABLES[key][1], _rows_label(rows, start))
-                 for number, (rows, start) in enumerate(zip(parts, starts), 1)]
-        listings[key] = [Listing(rows, index, number) for number, rows in enumerate(parts, 1)]
+    listings = {key: _spread(parts, partial(run_table_file, run["page"], key), _rows_label, RUN_TABLES[key][1])
+                for key, parts in tables.items()}
     page = Page(file=run["page"], title=f"Run {run['id']}", root=root_of(run["page"]), charts=charts, single=single,
                 line_parts=line_parts)
-    pages = [(page, "run.html", {"run": run, "listings": {key: listed[0] for key, listed in listings.items()}})]
-    for key, listed in listings.items():
+    pages = [(page, "run.html", {"run": run, "listings": {key: spread[0][1] for key, spread in listings.items()}})]
+    for key, spread in listings.items():
         heading, fragment = RUN_TABLES[key]
-        for listing in listed[1:]:
-            file = listing.parts[listing.number - 1].file
-            title = f"Run {run['id']}: {heading.lower()}, page {listing.number} of {len(listing.parts)}"
+        for file, listing in spread[1:]:
+            title = f"Run {run['id']}: {heading.lower()}, page {listing.number} of {len(spread)}"
             page = Page(file=file, title=title, root=root_of(file), single=single, line_parts=line_parts)
             pages.append((page, "run_table.html", {"run": run, "table": key, "heading": heading, "fragment": fragment,
                                                    "listing": listing}))
