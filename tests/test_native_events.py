@@ -241,6 +241,27 @@ def test_a_line_nested_too_deeply_is_a_problem_not_a_crash(tmp_path):
     assert native.sniff(("[" * 100_000 + "\n").encode()) is False
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 130), st.integers(0, 400), st.sampled_from("{[")), min_size=1, max_size=30))
+def test_lines_crowded_with_brackets_are_exactly_those_with_more_than_the_bound(lines):
+    """Property: the set-aside check finds the lines holding more than MAX_OPEN_BRACKETS `{` or `[`,
+    and no other, whatever the lengths around them (a long line elsewhere in the chunk included)."""
+    bound = native.MAX_OPEN_BRACKETS
+    texts = [(bracket + "x") * opens + "." * filler for opens, filler, bracket in lines]
+    buf = ("\n".join(texts) + "\n").encode()
+    found = native._Lines(buf, 0, len(buf))
+    crowded = native._crowded(buf, found.starts(0, len(buf)), found.ends, 0, len(buf))
+    assert crowded.tolist() == [i for i, text in enumerate(texts) if text.count("{") + text.count("[") > bound]
+
+
+def test_a_line_of_exactly_the_bound_of_brackets_is_parsed_in_bulk():
+    """Counter-example: MAX_OPEN_BRACKETS brackets on a line, and more spread over the lines around it, set nothing aside."""
+    bound = native.MAX_OPEN_BRACKETS
+    buf = ("{" * bound + "\n" + "[" * (bound // 2) + "\n" + "{" * bound + "\n").encode()
+    found = native._Lines(buf, 0, len(buf))
+    assert native._crowded(buf, found.starts(0, len(buf)), found.ends, 0, len(buf)).tolist() == []
+
+
 def test_windows_line_endings_and_a_byte_order_mark_are_read(tmp_path):
     lines = [metric_line(1, loss=1.0), "", metric_line(2, loss=2.0)]
     data = b"\xef\xbb\xbf" + ("\r\n".join(lines) + "\r\n").encode()

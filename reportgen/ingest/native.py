@@ -147,7 +147,7 @@ class _Collector:
         """Turn the rows read one by one into a table like the columnar path's."""
         if not self.metric_rows:
             return
-        rows = self.metric_rows
+        rows = sorted(self.metric_rows, key=lambda row: row["line"])  # a chunk's lines set aside are read after its others
         columns = {
             "line": pa.array([r["line"] for r in rows], pa.int64()),
             "run": pa.array([r["run"] for r in rows], pa.string()).dictionary_encode(),
@@ -232,10 +232,12 @@ def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
     if not tables:
         table = _ROW_SCHEMA.empty_table()
     else:
+        # Each table is in line order (a chunk's rows, or the rows read one by one): the whole is
+        # when each starts after the one before ends.
+        bounds = [(t.column("line")[0].as_py(), t.column("line")[-1].as_py()) for t in tables]
         table = pa.concat_tables(tables, promote_options="default")
-        lines = table.column("line").to_numpy()
-        if lines.size > 1 and (np.diff(lines) < 0).any():
-            table = table.take(np.argsort(lines, kind="stable"))
+        if any(first < last for (_, last), (first, _) in zip(bounds, bounds[1:])):
+            table = table.take(np.argsort(table.column("line").to_numpy(), kind="stable"))
     core = {name: table.column(name) for name in _ROW_SCHEMA.names}
     frame = pd.DataFrame(
         {
@@ -245,7 +247,8 @@ def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
             "kind": core["kind"].to_pandas(),
             "step": core["step"].to_pandas().astype("Int64"),
             "ts": core["ts"].to_pandas(),
-        }
+        },
+        copy=False,  # each column is made here for this frame alone
     )
     for name in table.column_names:
         if name not in core:
@@ -265,27 +268,36 @@ _SCAN_BLOCK = 8 << 20  # bytes scanned for brackets at a time, to bound the scan
 
 
 def _crowded(buf: bytes, starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> np.ndarray:
-    """Indices of the chunk's lines holding more than MAX_OPEN_BRACKETS `[` or `{`."""
+    """Indices of the chunk's lines holding more than MAX_OPEN_BRACKETS `[` or `{`.
+
+    A line holds more than N when some open bracket and the N-th after it are on that line: only
+    pairs closer together than the chunk's longest line can be, and only those are looked up."""
     data = np.frombuffer(buf, dtype=np.uint8)
     found = []
     for low in range(start, end, _SCAN_BLOCK):
         block = data[low:min(end, low + _SCAN_BLOCK)]
-        found.append(np.flatnonzero((block == ord("[")) | (block == ord("{"))) + low)
+        found.append(np.flatnonzero((block | 0x20) == ord("{")) + low)  # `[` is 0x5B, `{` 0x7B: one bit apart
     opens = np.concatenate(found) if found else np.empty(0, np.int64)
     if len(opens) <= MAX_OPEN_BRACKETS:
         return np.empty(0, np.int64)
     line_ends = ends[np.searchsorted(ends, start) : np.searchsorted(ends, end)]
-    counts = np.searchsorted(opens, line_ends) - np.searchsorted(opens, starts)
-    return np.flatnonzero(counts > MAX_OPEN_BRACKETS)
+    longest = int((line_ends - starts).max())
+    near = np.flatnonzero(opens[MAX_OPEN_BRACKETS:] - opens[:-MAX_OPEN_BRACKETS] < longest)
+    if not near.size:
+        return np.empty(0, np.int64)
+    line_of_first = np.searchsorted(line_ends, opens[near])
+    same = line_of_first == np.searchsorted(line_ends, opens[near + MAX_OPEN_BRACKETS])
+    return np.unique(line_of_first[same])
 
 
 def _not_utf8(buf: bytes, starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> np.ndarray:
     """Indices of the chunk's lines that are not UTF-8. pyarrow's reader does not check strings: it
     takes such a line, and the table it gives fails later, outside any parse (a run id or a metric
     name that cannot be given back as text)."""
-    high = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8)[start:end] >= 0x80)
-    if not high.size:
+    data = np.frombuffer(buf, dtype=np.uint8)[start:end]
+    if not data.size or data.max() < 0x80:  # ASCII: one pass, no index array
         return np.empty(0, np.int64)
+    high = np.flatnonzero(data >= 0x80)
     try:
         codecs.decode(memoryview(buf)[start:end], "utf-8")
         return np.empty(0, np.int64)
@@ -321,10 +333,8 @@ def _parse_range(buf: bytes, start: int, end: int) -> _Piece:
     # The other lines are parsed in bulk, once: in a copy of the chunk where each line set aside is
     # emptied (it keeps its newline, so every line keeps its number). Parsing the runs of lines
     # between them one by one costs a pyarrow call each: minutes for a log where every other line is damaged.
-    marks = np.zeros(end - start + 1, dtype=np.int8)
-    marks[starts[odd] - start] += 1
-    marks[lines.ends[odd] - start] -= 1
-    keep = np.cumsum(marks[:-1]) == 0
+    bounds = np.concatenate(([start], np.column_stack((starts[odd], lines.ends[odd])).ravel(), [end])) - start
+    keep = np.repeat(np.arange(2 * len(odd) + 1) % 2 == 0, np.diff(bounds))  # kept, emptied, kept, ... bytes
     rest = np.frombuffer(memoryview(buf)[start:end], dtype=np.uint8)[keep].tobytes()
     _parse_piece(rest, _Lines(rest, 0, len(rest)), 0, len(rest), 0, piece, hints=MAX_ROW_HINTS)
     piece.blank -= len(odd)  # emptied in `rest`, each line set aside is counted where it is read
