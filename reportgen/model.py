@@ -6,6 +6,7 @@ Per-step metrics stay columnar (one pandas frame for the whole campaign); the ra
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -163,7 +164,16 @@ class Evidence:
     line: int | None = None
 
     def __lt__(self, other: Evidence) -> bool:
-        return (self.path, -1 if self.line is None else self.line) < (other.path, -1 if other.line is None else other.line)
+        return self.key() < other.key()
+
+    def key(self) -> tuple[str, int]:
+        return self.path, -1 if self.line is None else self.line
+
+    @staticmethod
+    def first(items: Iterable[Evidence], count: int) -> list[Evidence]:
+        """The first `count` of these, once each, in order: without sorting them all (a measurement over
+        every checkpoint of a campaign cites ten)."""
+        return heapq.nsmallest(count, set(items), key=Evidence.key)
 
     def to_json(self) -> dict:
         return {"path": self.path, "line": self.line}
@@ -548,6 +558,19 @@ class Campaign:
 
     def metric_names(self) -> list[str]:
         return [c for c in self.metrics.columns if c not in METRIC_FRAME_COLUMNS]
+
+    def of_run(self, name: str) -> dict[str | None, list]:
+        """The items of one of the campaign's lists (`messages`, `stops`, `run_events`...) grouped by their
+        run, each group in the list's order. Grouped once, and again when the list was replaced or grew:
+        a question about one run does not scan every run's items."""
+        items = getattr(self, name)
+        held = self.__dict__.setdefault("_of_run", {}).get(name)
+        if held is None or held[0] is not items or held[1] != len(items):
+            groups: dict[str | None, list] = {}
+            for item in items:
+                groups.setdefault(item.run, []).append(item)
+            held = self.__dict__["_of_run"][name] = (items, len(items), groups)
+        return held[2]
 
     def timed_by_run(self) -> dict[str | None, list[tuple[datetime, float]]]:
         """(end time, seconds) of each run's timed evaluations, checkpoint operations and reload tests,

@@ -156,3 +156,44 @@ def test_the_analysis_leaves_each_runs_rows_as_they_were_read():
     analyse(load_plan(SAMPLE_PLAN).plan, campaign)
     analyse(load_plan(SAMPLE_PLAN).plan, campaign)
     assert {run: len(rows) for run, rows in campaign.frames_by_run().items()} == before
+
+
+def visits_of_every_runs_status(runs: int, per_run: int) -> int:
+    """Every run's status decided (stops, messages and start events looked up), items visited counted."""
+    from reportgen.analysis.status import run_status
+    from reportgen.model import EventKind, LoggedStop, LogMessage, MessageKind, Run, RunEvent
+
+    campaign = Campaign(root="logs")
+    for n in range(runs):
+        campaign.runs[f"r-{n}"] = Run(id=f"r-{n}")
+    log = Evidence("train.log", 1)
+    campaign.messages = CountedItems(LogMessage(f"r-{n % runs}", MessageKind.PROGRESS, "50%", log) for n in range(runs * per_run))
+    campaign.stops = CountedItems(LoggedStop(f"r-{n}", "plateau", "flat", WINDOW_START, log) for n in range(0, runs, 2))
+    campaign.run_events = CountedItems(RunEvent(f"r-{n % runs}", EventKind.START, WINDOW_START, log) for n in range(runs * per_run))
+    CountedItems.visited = 0
+    statuses = [run_status(run, campaign) for run in campaign.runs.values()]
+    assert [s.status for s in statuses[:2]] == ["stopped", "unknown"]  # r-0 logged a stop; r-1 its start only
+    return CountedItems.visited
+
+
+def test_every_runs_status_is_decided_in_time_linear_in_the_campaigns_messages():
+    """Deciding how each run ended looks at its own stops, messages and start events: grouped by run once
+    (a scan of every message per run grew with runs x messages, quadrupling when both doubled)."""
+    small = visits_of_every_runs_status(100, 10)
+    large = visits_of_every_runs_status(200, 10)
+    assert large <= 2.1 * small, (small, large)
+
+
+def test_a_runs_items_are_grouped_again_when_its_list_grows_or_is_replaced():
+    """Counter-example: the grouping is never served stale."""
+    from reportgen.model import LogMessage, MessageKind
+
+    campaign = Campaign(root="logs")
+    said = LogMessage("a", MessageKind.PROGRESS, "1%", Evidence("train.log", 1))
+    campaign.messages.append(said)
+    first = campaign.of_run("messages")
+    assert campaign.of_run("messages") is first and first == {"a": [said]}
+    campaign.messages.append(LogMessage("b", MessageKind.PROGRESS, "2%", Evidence("train.log", 2)))
+    assert sorted(campaign.of_run("messages")) == ["a", "b"]
+    campaign.messages = [said]
+    assert campaign.of_run("messages") == {"a": [said]}

@@ -598,12 +598,12 @@ class _Estimator:
             value = median([o.seconds for o in timed if o.seconds is not None])
             out.append(Measurement(name, "s", None, value, len(timed),
                                    f"median of {plural(len(timed), op)} timed" if timed else "never timed",
-                                   sorted({o.evidence for o in timed})[:10]))
+                                   Evidence.first((o.evidence for o in timed), 10)))
         tests = [t for t in campaign.reload_tests if t.new_process]
         value = median([t.seconds for t in tests if t.seconds is not None])
         out.append(Measurement(Quantity.RELOAD_TEST, "s", None, value, len(tests),
                                f"{plural(len(tests), 'test')} in a new process" if tests else "never done",
-                               sorted({t.evidence for t in tests})[:10]))
+                               Evidence.first((t.evidence for t in tests), 10)))
         interval = self.checkpoints.interval
         out.append(Measurement(Quantity.MTBI, "h", policy.mean_hours_between_interruptions,
                                interval.mtbi_hours if interval.interruptions else None, interval.interruptions,
@@ -612,7 +612,7 @@ class _Estimator:
         value = median([e.seconds for e in evaluations if e.seconds is not None])
         out.append(Measurement(Quantity.EVALUATION, "s", None, value, len(evaluations),
                                f"median of {plural(len(evaluations), 'timed evaluation')}" if evaluations else "never timed",
-                               sorted({e.evidence for e in evaluations})[:10]))
+                               Evidence.first((e.evidence for e in evaluations), 10)))
         for result in self.variants:
             planned_rates = [s.steps_per_second for s in self.plan.schedule.steps
                              if s.variant == result.variant.id and s.steps_per_second]
@@ -651,7 +651,7 @@ class _Estimator:
                 runs = sorted({i.run for i in items if i.run})
                 out.append(Measurement(quantity, "s", None, median(values), len(values),
                                        f"median of {plural(len(values), what)} in {listed(runs)}",
-                                       sorted({i.evidence for i in items})[:10]))
+                                       Evidence.first((i.evidence for i in items), 10)))
 
         for op, quantity in (("save", Quantity.SAVE), ("transfer", Quantity.TRANSFER), ("restore", Quantity.RESTORE)):
             timed(quantity, [o for o in self.campaign.checkpoint_ops if o.op == op and o.run in ids], op)

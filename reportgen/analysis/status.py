@@ -53,12 +53,12 @@ class RunStatus:
 
 def run_status(run: Run, campaign: Campaign) -> RunStatus:
     """The decision table above, for one run."""
-    stops = sorted((s for s in campaign.stops if s.run == run.id),
+    stops = sorted(campaign.of_run("stops").get(run.id, []),
                    key=lambda s: (s.by == STOPPED_BY_LOOP, s.at is None, s.at.timestamp() if s.at else 0.0, s.evidence))
     if stops:
         first = stops[0]
         return RunStatus(Status.STOPPED, first.reason, [s.evidence for s in stops], by=first.by)
-    messages = [m for m in campaign.messages if m.run == run.id]
+    messages = campaign.of_run("messages").get(run.id, [])
     early = [m for m in messages if m.kind == MessageKind.EARLY_STOP]
     if early:
         return RunStatus(Status.STOPPED, f"early stopping: {early[-1].message}", [m.evidence for m in early], by=STOPPED_BY_LOOP)
@@ -115,7 +115,7 @@ def _cut(run: Run, campaign: Campaign, messages: list) -> RunStatus | None:
 
 def _unknown(run: Run, campaign: Campaign, messages: list) -> RunStatus:
     shown = [f"{f.reason} ({f.evidence.path})" for f in run.facts if f.status is None and f.reason]
-    started = any(e.kind == EventKind.START for e in campaign.run_events if e.run == run.id)
+    started = any(e.kind == EventKind.START for e in campaign.of_run("run_events").get(run.id, []))
     if started:
         shown.insert(0, "it logged its start but no end")
     if not run.facts and not messages and not started and not run.sources:

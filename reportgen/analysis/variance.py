@@ -136,16 +136,17 @@ class _Pace:
 def _pace(frame: pd.DataFrame | None) -> _Pace | None:
     if frame is None or not len(frame):
         return None
-    timed = frame[frame["ts"].notna() & frame["step"].notna()]
+    at = frame["ts"].to_numpy(dtype="datetime64[ns]")
+    timed = np.flatnonzero(~np.isnat(at) & frame["step"].notna().to_numpy())
     if not len(timed):
         return None
-    first, last = timed.loc[timed["ts"].idxmin()], timed.loc[timed["ts"].idxmax()]
 
-    def where(row) -> _Row:
-        line = None if pd.isna(row["line"]) else int(row["line"])
-        return _Row(row["ts"].to_pydatetime(), int(row["step"]), Evidence(str(row["path"]), line))
+    def where(row: int) -> _Row:  # read cell by cell: a row of a frame of many types is slow to take whole
+        line = frame["line"].iat[row]
+        return _Row(frame["ts"].iat[row].to_pydatetime(), int(frame["step"].iat[row]),
+                    Evidence(str(frame["path"].iat[row]), None if pd.isna(line) else int(line)))
 
-    a, b = where(first), where(last)
+    a, b = where(timed[np.argmin(at[timed])]), where(timed[np.argmax(at[timed])])  # the first of equal times, as idxmin
     rate = (b.at - a.at).total_seconds() / (b.step - a.step) if b.step > a.step else None
     return _Pace(a, b, rate)
 
@@ -219,7 +220,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
         causes = [c for c in step.totals.values() if c.hours > 0 or (c.cause == CauseName.THROUGHPUT and step.trained_steps)
                   or (c.cause == CauseName.STOPPED_EARLY and c.hours < 0)]
         for cause in causes:
-            cause.evidence = sorted(set(cause.evidence))[:20]
+            cause.evidence = Evidence.first(cause.evidence, 20)
         out[item.step.id] = StepVariance(item.step.hours, span.hours, causes, step=item.step.id)
     return out
 
@@ -305,7 +306,7 @@ def campaign_variance(schedule: ScheduleReport, steps: dict[str, StepVariance], 
         totals[CauseName.BETWEEN_STEPS] = Cause(CauseName.BETWEEN_STEPS, sum(g.hours for g in gaps), [e for g in gaps for e in g.evidence])
     causes = [c for name in (*CAUSES, CauseName.BETWEEN_STEPS) if (c := totals.get(name)) is not None]
     for cause in causes:
-        cause.evidence = sorted(set(cause.evidence))[:20]
+        cause.evidence = Evidence.first(cause.evidence, 20)
     return Variance(schedule.planned_hours, schedule.actual_hours, causes)
 
 
@@ -497,8 +498,8 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     longer = np.zeros(len(seconds), dtype=bool)
     if np.isfinite(tokens).any():
         longer = np.nan_to_num(tokens, nan=-np.inf) > LONG_FACTOR * float(np.nanmedian(tokens))
-    messages = sorted((m.step, m.evidence) for m in campaign.messages
-                      if m.run == run_id and m.kind in LONG_INPUT_MESSAGES and m.step is not None)
+    messages = sorted((m.step, m.evidence) for m in campaign.of_run("messages").get(run_id, [])
+                      if m.kind in LONG_INPUT_MESSAGES and m.step is not None)
     said = _stretch_of(steps, np.array([step for step, _ in messages], dtype=np.int64))
     hit = np.zeros(len(seconds), dtype=bool)
     hit[said[said >= 0]] = True

@@ -62,11 +62,11 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                         for i in left])
         out.append(CampaignWarning(WarningCode.LEFT_ON_MACHINE, f"{plural(len(left), 'checkpoint')} not copied off the "
                                    f"machine before the lot ended: {where}",
-                                   sorted({e for i in left for e in i.location.evidence})[:MAX_EVIDENCE]))
+                                   Evidence.first((e for i in left for e in i.location.evidence), MAX_EVIDENCE)))
     for run_id in checkpoints.runs_without_resumable:
         out.append(CampaignWarning(WarningCode.NO_RESUMABLE_CHECKPOINT, f"run {run_id}: no checkpoint holds the state "
                                    "the plan requires to resume",
-                                   sorted({e for i in checkpoints.of_run(run_id) for e in i.checkpoint.evidence})[:MAX_EVIDENCE]))
+                                   Evidence.first((e for i in checkpoints.of_run(run_id) for e in i.checkpoint.evidence), MAX_EVIDENCE)))
     return out
 
 

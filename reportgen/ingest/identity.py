@@ -37,6 +37,7 @@ from reportgen.model import (
     MessageKind,
     Problem,
     Run,
+    RunEvent,
     RunFacts,
     RunKind,
     UnlinkedSource,
@@ -1247,6 +1248,14 @@ def _continuations(campaign: Campaign) -> bool:
     checkpoints: dict[str, list[Checkpoint]] = {}
     for check in campaign.checkpoints:
         checkpoints.setdefault(check.run, []).append(check)
+    # Each run's restore messages and resuming start, gathered once (not every message scanned per run).
+    restored: dict[str | None, list[LogMessage]] = {}
+    for message in sorted((m for m in campaign.messages if m.kind == MessageKind.RESUMED and m.target), key=lambda m: m.evidence):
+        restored.setdefault(message.run, []).append(message)
+    resuming: dict[str | None, RunEvent] = {}
+    for event in campaign.run_events:
+        if event.kind == "start" and event.resumes:
+            resuming.setdefault(event.run, event)
     for run_id, run in runs.items():
         if run.kind != RunKind.TRAINING:
             continue
@@ -1257,15 +1266,15 @@ def _continuations(campaign: Campaign) -> bool:
                                          other=run.resumes))
             continue
         if run.resumes is not None:
-            start = next((e for e in campaign.run_events if e.run == run_id and e.kind == "start" and e.resumes), None)
+            start = resuming.get(run_id)
             text = f"its run_start names {run.resumes} as the run it resumes"
             run.identity.append(Decision("resumes", "declared", text, (start.evidence,) if start else (), other=run.resumes))
             continue
-        own = _resumed_itself(run, campaign, checkpoints.get(run_id, []), traces.get(run_id))
+        own = _resumed_itself(run, campaign, restored.get(run_id, []), checkpoints.get(run_id, []), traces.get(run_id))
         if own is not None:
             run.identity.append(own)
             continue
-        claims = [*_restore_claims(run, campaign), *_history_claims(run, runs, checkpoints, traces),
+        claims = [*_restore_claims(run, campaign, restored.get(run_id, [])), *_history_claims(run, runs, checkpoints, traces),
                   *_step_claims(run, runs, checkpoints, traces)]
         for claim in claims:
             differs = config_differences(run.config, runs[claim.other].config)
@@ -1298,12 +1307,12 @@ def _drop_inherited(campaign: Campaign, run: Run, path: str, step: int) -> bool:
     return True
 
 
-def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: _Trace | None) -> Decision | None:
+def _resumed_itself(run: Run, campaign: Campaign, restored: list[LogMessage], own: list[Checkpoint],
+                    trace: _Trace | None) -> Decision | None:
     """A run that restored a checkpoint of its own (a resume into the same folder) continues itself,
     not another run: its log names its own checkpoint, or its folder holds a checkpoint older than
     the first step it logged (the logger's file was rewritten by the resumed process)."""
-    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == MessageKind.RESUMED and m.target),
-                          key=lambda m: m.evidence):
+    for message in restored:  # its log's restore messages, in file order
         check = _checkpoint_named(message.target or "", campaign.checkpoints)
         if check is not None and check.run == run.id:
             return Decision("separate", "restore-message", f"its log says it restored {check.path}, its own checkpoint "
@@ -1322,10 +1331,9 @@ def _resumed_itself(run: Run, campaign: Campaign, own: list[Checkpoint], trace: 
     return None
 
 
-def _restore_claims(run: Run, campaign: Campaign) -> list[_Claim]:
+def _restore_claims(run: Run, campaign: Campaign, restored: list[LogMessage]) -> list[_Claim]:
     claims = []
-    for message in sorted((m for m in campaign.messages if m.run == run.id and m.kind == MessageKind.RESUMED and m.target),
-                          key=lambda m: m.evidence):
+    for message in restored:
         check = _checkpoint_named(message.target or "", campaign.checkpoints)
         if check is not None and check.run != run.id and check.run in campaign.runs:
             claims.append(_Claim("restore-message", check.run, f"its log says it restored {check.path}, a checkpoint of "

@@ -73,7 +73,7 @@ def build_inspect(found: Survey) -> dict:
             ],
             "messages": [
                 {"kind": m.kind, "message": m.message, "step": m.step, "evidence": evidence([m.evidence])}
-                for m in campaign.messages if m.run == run_id and m.kind != MessageKind.NON_FINITE
+                for m in campaign.of_run("messages").get(run_id, []) if m.kind != MessageKind.NON_FINITE
             ],
         })
     checkpoints = [

@@ -157,12 +157,20 @@ def _line(drawn: _Drawn) -> dict:
         "name": drawn.name,
         "legendgroup": drawn.name,
         "x": drawn.series.steps[shown].tolist(),
-        "y": [float(v) if ok else None for v, ok in zip(y, finite)],
+        "y": _finite_or_none(y, finite),
         "connectgaps": False,
         "line": {"color": drawn.color, "width": 1.5},
         "marker": {"size": 7 if count == 1 else 5, "color": drawn.color},
         "hovertemplate": "step %{x}<br>%{y:.5g}<extra>" + drawn.name + "</extra>",
     }
+
+
+def _finite_or_none(values: np.ndarray, finite: np.ndarray) -> list[float | None]:
+    """The values as floats, None (a gap in the line) where not finite."""
+    out: list[float | None] = values.astype(float).tolist()
+    for index in np.flatnonzero(~finite).tolist():
+        out[index] = None
+    return out
 
 
 def _windows(values: np.ndarray, kept: np.ndarray) -> list[tuple[int, int]]:
