@@ -161,7 +161,14 @@ def test_the_analysis_leaves_each_runs_rows_as_they_were_read():
 def visits_of_every_runs_status(runs: int, per_run: int) -> int:
     """Every run's status decided (stops, messages and start events looked up), items visited counted."""
     from reportgen.analysis.status import run_status
-    from reportgen.model import EventKind, LoggedStop, LogMessage, MessageKind, Run, RunEvent
+    from reportgen.model import (
+        EventKind,
+        LoggedStop,
+        LogMessage,
+        MessageKind,
+        Run,
+        RunEvent,
+    )
 
     campaign = Campaign(root="logs")
     for n in range(runs):

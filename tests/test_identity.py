@@ -577,11 +577,13 @@ def test_printed_learning_rates_and_epochs_alone_tie_no_run():
     campaign = ingest(TB_ONLY)
     values = logged_values(campaign)
     session = Session(0, 1, 9)
-    session.values = [(1, "learning_rate", float(v), 1e-9) for v in values.of("nosave", "learning_rate")[:5]]
-    session.values += [(1, "epoch", float(v), 1e-9) for v in values.of("nosave", "epoch")[:5]]
+    for name in ("learning_rate", "epoch"):
+        for v in values.of("nosave", name)[:5]:
+            session.values.add(1, name, float(v), 1e-9)
     assert len(session.values) == 10
     assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == []
-    session.values += [(2, "loss", float(v), 1e-9) for v in values.of("nosave", "loss")[:3]]  # values that tell runs apart
+    for v in values.of("nosave", "loss")[:3]:  # values that tell runs apart
+        session.values.add(2, "loss", float(v), 1e-9)
     assert _by_values(session, list(campaign.runs.values()), values, "x.log")[0] == ["nosave"]
 
 

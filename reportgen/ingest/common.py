@@ -100,13 +100,17 @@ class MetricRows:
 
 
 def _column(cells: dict[int, float], rows: int) -> pa.Array:
-    values = np.zeros(rows, dtype=np.float64)
+    return sparse_column(np.fromiter(cells.keys(), dtype=np.int64, count=len(cells)),
+                         np.fromiter(cells.values(), dtype=np.float64, count=len(cells)), rows)
+
+
+def sparse_column(index: np.ndarray, values: np.ndarray, rows: int) -> pa.Array:
+    """A metric logged in some of `rows` rows (those at `index`) as a frame column: null in the others."""
+    column = np.zeros(rows, dtype=np.float64)
     present = np.zeros(rows, dtype=bool)
-    if cells:
-        index = np.fromiter(cells.keys(), dtype=np.int64, count=len(cells))
-        values[index] = np.fromiter(cells.values(), dtype=np.float64, count=len(cells))
-        present[index] = True
-    return pa.array(values, mask=~present)
+    column[index] = values
+    present[index] = True
+    return pa.array(column, mask=~present)
 
 
 def metric_frame(rel: str, line: Sequence[int | None], run: Sequence[str] | str, kind: Sequence[str] | str,

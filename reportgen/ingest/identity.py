@@ -966,12 +966,18 @@ def logged_values(campaign: Campaign) -> LoggedValues:
 
 
 def _printed(session: Session) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """A session's printed values by canonical metric name: (values, tolerances, lines)."""
-    by_name: dict[str, list[tuple[float, float, int]]] = {}
-    for line, name, value, half in session.values:
+    """A session's printed values by canonical metric name: (values, tolerances, lines). (Names printed
+    two ways, loss and train/loss, are one metric; the order of its values does not change a score.)"""
+    by_name: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for name, (lines, values, halves) in session.values.columns.items():
+        by_name.setdefault(canonical_metric(name), []).append(
+            (np.frombuffer(values, np.float64), np.frombuffer(halves, np.float64), np.frombuffer(lines, np.int64)))
+    out = {}
+    for name, columns in by_name.items():
+        values, halves, lines = (np.concatenate(parts) for parts in zip(*columns))
         # TensorBoard keeps float32: a value read back may differ from the printed one in its 7th digit.
-        by_name.setdefault(canonical_metric(name), []).append((value, max(half, abs(value) * 1e-6) * (1 + 1e-9), line))
-    return {name: tuple(np.array(column) for column in zip(*rows)) for name, rows in by_name.items()}  # type: ignore[misc]
+        out[name] = (values, np.maximum(halves, np.abs(values) * 1e-6) * (1 + 1e-9), lines)
+    return out
 
 
 def _printed_scores(session: Session, logged: LoggedValues) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

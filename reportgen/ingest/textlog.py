@@ -33,11 +33,14 @@ import codecs
 import math
 import re
 import warnings
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 import pandas as pd
 
 from reportgen.ingest.common import (
@@ -45,13 +48,14 @@ from reportgen.ingest.common import (
     LATEST,
     TEXT_BUDGET,
     LineIndex,
-    MetricRows,
     Reading,
     decode_text,
     json_entries,
+    metric_frame,
     quoted,
     read_log,
     row_kind,
+    sparse_column,
     text_lines,
 )
 from reportgen.ingest.scan import Reader, Scan, TextLog, parents
@@ -125,6 +129,30 @@ _V_NUM = re.compile(r"\bv_num[=:]\s*(\d{1,9})(?:\.0+)?(?![\d.])")
 _VALUE = re.compile(r"'([A-Za-z_][\w/.\-]*)':\s*'?(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)'?(?=\s*[,}])")
 
 
+@dataclass
+class PrintedValues:
+    """The values a session printed, one column per name as printed: each value's line, the value and
+    ± half a unit of its last printed digit (arrays of numbers: no object per value)."""
+
+    columns: dict[str, tuple[array, array, array]] = field(default_factory=dict)  # name -> lines, values, halves
+    count: int = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, line: int, name: str, value: float, half: float) -> None:
+        column = self.columns.get(name) or self.columns.setdefault(name, (array("q"), array("d"), array("d")))
+        column[0].append(line)
+        column[1].append(value)
+        column[2].append(half)
+        self.count += 1
+
+    def relined(self, line_of: Callable[[int], int]) -> None:
+        """Each value's line mapped (a Kaggle log's console lines to the lines of its file)."""
+        for lines, _values, _halves in self.columns.values():
+            lines[:] = array("q", map(line_of, lines))
+
+
 @dataclass(eq=False)  # one per file or process: compared and hashed as itself
 class Session:
     """One process's part of a text log, with what can tie it to a run."""
@@ -136,7 +164,7 @@ class Session:
     clock_resolution: float = 0.0  # the coarsest resolution its clock times are printed to, in seconds
     mappings: list[tuple[int, dict]] = field(default_factory=list)  # printed hyperparameters, by line
     paths: list[tuple[int, str]] = field(default_factory=list)  # paths named (restored checkpoints excluded), by line
-    values: list[tuple[int, str, float, float]] = field(default_factory=list)  # printed (line, name, value, ± half its last digit)
+    values: PrintedValues = field(default_factory=PrintedValues)  # the values printed, to the digits printed
     versions: list[tuple[int, int]] = field(default_factory=list)  # Lightning's progress bar v_num, by line
     steps: bool = False  # a step line or a training progress bar: this process trained
     first_step: int | None = None
@@ -382,7 +410,7 @@ def _ties(line: str, low: str, number: int, session: Session, clock: bool = True
             except (ValueError, ArithmeticError):
                 continue
             if math.isfinite(read) and isinstance(exponent, int) and abs(exponent) < 300:
-                session.values.append((number, match.group(1), read, 0.5 * 10.0 ** exponent))
+                session.values.add(number, match.group(1), read, 0.5 * 10.0 ** exponent)
     if "{" in line or "Namespace(" in line:
         if len(session.mappings) < MAX_SESSION_ITEMS and not _PROGRESS.match(line):
             for match in _MAPPING.finditer(line):
@@ -554,14 +582,20 @@ class Printed:
     clears its bar to write the dict and draws it again at once, at the step logged); else the
     printed `epoch` times the steps per epoch ("Num update steps per epoch = N", or the ratio of
     step to epoch of the dicts the bar placed), when the digits printed fix the step; else, when no
-    dict of the log has a step, the dicts' order (1, 2, 3...), and a note says so."""
+    dict of the log has a step, the dicts' order (1, 2, 3...), and a note says so.
+
+    The rows are kept column by column, as the frame holds them: a metric's values with the rows that
+    printed it (a row without it is null in the frame, a non-finite value NaN), and the epoch again
+    with half a unit of its last printed digit, which place the rows the bar did not."""
 
     def __init__(self) -> None:
-        self.lines: list[int] = []
-        self.sessions: list[int] = []
-        self.values: list[dict[str, tuple[float, float]]] = []
+        self.lines = array("q")
+        self.sessions = array("q")
         self.kinds: list[str] = []
         self.steps: list[int | None] = []
+        self.metrics: dict[str, tuple[array, array]] = {}  # name -> the rows that printed it, its values
+        self.epochs = array("d")  # each row's epoch, NaN when it printed none (or a non-finite one)
+        self.epoch_halves = array("d")
         self.waiting: list[int] = []
         self.per_epoch: dict[int, int] = {}
         self.note: str | None = None
@@ -575,12 +609,19 @@ class Printed:
         if metrics is None:
             return
         kind = "summary" if "train_runtime" in metrics else row_kind(list(metrics))
-        self.waiting.append(len(self.lines))
+        row = len(self.lines)
+        self.waiting.append(row)
         self.lines.append(number)
         self.sessions.append(session)
-        self.values.append(metrics)
         self.kinds.append(kind)
         self.steps.append(None)
+        for name, (value, _half) in metrics.items():
+            rows, values = self.metrics.get(name) or self.metrics.setdefault(name, (array("q"), array("d")))
+            rows.append(row)
+            values.append(value)
+        epoch, half = metrics.get("epoch", (math.nan, 0.0))
+        self.epochs.append(epoch)
+        self.epoch_halves.append(half)
         if kind == "train":
             current.steps = True  # it printed a training metric: this process trained
 
@@ -598,9 +639,9 @@ class Printed:
             rows = by_session.get(session.index, [])
             per_epoch = self.per_epoch.get(session.index) or self._ratio(rows)
             for i in rows:
-                epoch = self.values[i].get("epoch")
-                if self.steps[i] is None and per_epoch and epoch and math.isfinite(epoch[0]) and epoch[1] * per_epoch < 0.5:
-                    self.steps[i] = round(epoch[0] * per_epoch)
+                epoch = self.epochs[i]
+                if self.steps[i] is None and per_epoch and math.isfinite(epoch) and self.epoch_halves[i] * per_epoch < 0.5:
+                    self.steps[i] = round(epoch * per_epoch)
             for i in rows:
                 if (step := self.steps[i]) is not None:
                     session.first_step = step if session.first_step is None else min(session.first_step, step)
@@ -616,7 +657,7 @@ class Printed:
         """Steps per epoch from the dicts the bar placed, when they agree on one whole number."""
         ratios = set()
         for i in rows:
-            step, (epoch, half) = self.steps[i], self.values[i].get("epoch", (math.nan, 0.0))
+            step, epoch, half = self.steps[i], self.epochs[i], self.epoch_halves[i]
             if step and epoch > 0 and half * step / epoch < 0.5:  # the printed epoch fixes the ratio to the step
                 ratios.add(round(step / epoch))
         return ratios.pop() if len(ratios) == 1 else None
@@ -624,12 +665,12 @@ class Printed:
     def frame(self, info: InputFile, line_of=None, time_of=None) -> pd.DataFrame:
         """The rows as a metrics frame (run ""), line numbers and times mapped when the text came from
         elsewhere (a Kaggle log's entries)."""
-        rows = MetricRows(info.path)
-        for i, number in enumerate(self.lines):
-            values = {k: v for k, (v, _half) in self.values[i].items()}
-            rows.add("", self.kinds[i], self.steps[i], line_of(number) if line_of else number,
-                     time_of(number) if time_of else None, values)
-        frame = rows.frame()
+        count = len(self.lines)
+        lines = [line_of(number) for number in self.lines] if line_of else self.lines
+        times = [time_of(number) for number in self.lines] if time_of else [None] * count
+        frame = metric_frame(info.path, lines, "", self.kinds, self.steps, times,
+                             {name: sparse_column(np.frombuffer(rows, np.int64), np.frombuffer(values, np.float64), count)
+                              for name, (rows, values) in self.metrics.items()})
         # How the steps were placed is said on the file when the rows are given to a run (identity).
         notes = []
         if self.note:
@@ -723,7 +764,7 @@ def _read_kaggle(text: str, rel: str, info: InputFile) -> TextRead:
         message.evidence = Evidence(rel, line_of(message.evidence.line or 1))
     for session in sessions:
         session.first_line, session.last_line = line_of(session.first_line), line_of(session.last_line)
-        session.values = [(line_of(n), name, v, half) for n, name, v, half in session.values]
+        session.values.relined(line_of)
         session.mappings = [(line_of(n), m) for n, m in session.mappings]
         session.paths = [(line_of(n), path) for n, path in session.paths]
         session.versions = [(line_of(n), v) for n, v in session.versions]
