@@ -24,7 +24,7 @@ from markupsafe import Markup, escape
 from reportgen import __version__
 from reportgen.errors import BuildError, during
 from reportgen.model import Excerpt, QuotedRecord
-from reportgen.numbers import figure, money
+from reportgen.numbers import figure, listed, money
 from reportgen.parallel import ordered_map
 from reportgen.render import charts as charts_module
 from reportgen.render.nextplan import FILE as NEXT_PLAN
@@ -140,15 +140,16 @@ def section_id(file: str) -> str:
 
 
 # Every page of the site stays under PAGE_BYTES (the shared plotly.js asset aside), however long the runs:
-# a long list (a run's checkpoints, a file's quoted lines) is spread over pages of its own, each holding
-# at most PART_BYTES of the list's markup as estimated; on a run page its charts take their share of that.
-# The rest of the budget is the page around the lists and the estimates' margin.
+# a long list (a run's checkpoints, a file's quoted lines, the runs of a campaign) is spread over pages of
+# its own, each holding at most PART_BYTES of the list's markup as estimated; on a page with other long
+# lists or charts, they share that much. The rest of the budget is the page around the lists and the
+# estimates' margin.
 PAGE_BYTES = 500_000
 PART_BYTES = 350_000
 
-# The tables of a run page that grow with the run (a row per window of non-finite values, per checkpoint),
-# in page order: key in the run's report entry -> (heading, id of the table's heading on every page of it).
-RUN_TABLES = {"non_finite": ("Non-finite values", "non-finite"), "checkpoints": ("Checkpoints", "checkpoints")}
+# An evidence list of more links than this (a step measured over hundreds of runs cites each of them) shows
+# its first few where it is cited, and the whole list on a page of its own (cited_lists).
+CITED_WHOLE = 20
 
 
 @dataclass(frozen=True)
@@ -170,15 +171,16 @@ class Listing:
 
 
 def part_file(file: str, number: int) -> str:
-    """The page of part `number` (from 1) of a file quoted over several evidence pages: the first keeps
-    the file's own page, the next are `<page>-2.html`, `<page>-3.html`..."""
+    """The page of part `number` (from 1) of a page's list spread over several: the first keeps the page's
+    own file, the next are `<page>-2.html`, `<page>-3.html`..."""
     return file if number == 1 else f"{file.removesuffix('.html')}-{number}.html"
 
 
-def run_table_file(run_file: str, table: str, number: int) -> str:
-    """The page of part `number` (from 1) of a run page's table: the run page itself, then pages in a
-    folder named after the run's (`runs/<run>/checkpoints-2.html`), which no run's own page can take."""
-    return run_file if number == 1 else f"{run_file.removesuffix('.html')}/{table.replace('_', '-')}-{number}.html"
+def table_file(page_file: str, table: str, number: int) -> str:
+    """The page of part `number` (from 1) of one of a page's tables: the page itself, then pages in a folder
+    named after the page's (`runs/<run>/checkpoints-2.html`, `stops/notices-2.html`), which no page of the
+    site can take."""
+    return page_file if number == 1 else f"{page_file.removesuffix('.html')}/{table.replace('_', '-')}-{number}.html"
 
 
 def root_of(file: str) -> str:
@@ -249,13 +251,21 @@ def _quotes_label(quotes: list[Quote]) -> str:
 
 def _row_bytes(row: dict) -> int:
     """A table row's markup, estimated: twice its JSON, which holds every text the row shows (a row of
-    the run page's checkpoint table weighs about 1.3 times its JSON)."""
-    return 2 * len(json.dumps(row, ensure_ascii=False).encode())
+    the run page's checkpoint table weighs about 1.3 times its JSON), and 64 bytes more for each line it
+    cites, whose link holds its path twice."""
+    text = json.dumps(row, ensure_ascii=False)
+    return 2 * len(text.encode()) + 64 * text.count('"line": ')
+
+
+def _numbered(rows: list, first: int) -> str:
+    """What a page of a list holds, as its pager says it: "1,001–2,000"."""
+    return f"{first:,}–{first + len(rows) - 1:,}"
 
 
 def _rows_label(rows: list[dict], first: int) -> str:
-    """What a page of a run's table holds, as its pager says it: "1–356 (steps 2,000–712,000)"."""
-    label = f"{first:,}–{first + len(rows) - 1:,}"
+    """What a page of a table holds, as its pager says it: "1–356", with the steps of a run's table
+    "1–356 (steps 2,000–712,000)"."""
+    label = _numbered(rows, first)
     steps = [row["step"] for row in rows if row.get("step") is not None]
     return label + (f" (steps {min(steps):,}–{max(steps):,})" if steps else "")
 
@@ -270,16 +280,72 @@ def _spread(parts: list[list], file_of: Callable[[int], str], label: Callable[[l
     return [(file, Listing(rows, index, number)) for number, (file, rows) in enumerate(zip(files, parts), 1)]
 
 
+def split_lists(lists: list[tuple[list, Callable[[object], int]]], budget: int | None,
+                 room: int | None = None) -> list[list[list]]:
+    """Each of a page's long lists (rows, a row's weight) in parts: whole when they fit the page's `room`
+    (`budget` unless given) together, as always in the one-file report (no budget); else the first part of
+    each takes its share of the room (shares) and the next parts at most `budget` each."""
+    if budget is None:
+        return [[rows] for rows, _ in lists]
+    room = budget if room is None else room
+    needs = [sum(map(weight, rows)) for rows, weight in lists]
+    if sum(needs) <= room:
+        return [[rows] for rows, _ in lists]
+    return [split(rows, weight, budget, first) for (rows, weight), first in zip(lists, shares(room, needs))]
+
+
 def _paged(page: Page, template: str, key: str, parts: list[list], label: Callable[[list, int], str],
-           title: str) -> list[tuple[Page, str, dict]]:
+           title: str, extra: dict | None = None) -> list[tuple[Page, str, dict]]:
     """A top-level page whose list is spread over it and pages of its own (<page>-2.html...): each page
-    with its part as `key` in its context; `title` is the next pages', with "page N of M" added."""
+    with its part as `key` in its context, the first with `extra` too; `title` is the next pages', with
+    "page N of M" added."""
     out = []
     for number, (file, listing) in enumerate(_spread(parts, partial(part_file, page.file), label), 1):
-        shown = page if number == 1 else Page(file=file, title=f"{title}, page {number} of {len(parts)}",
-                                              single=page.single, line_parts=page.line_parts)
-        out.append((shown, template, {key: listing}))
+        if number == 1:
+            out.append((page, template, {key: listing, **(extra or {})}))
+        else:
+            shown = Page(file=file, title=f"{title}, page {number} of {len(parts)}", single=page.single)
+            out.append((shown, template, {key: listing}))
     return out
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a page that goes on over pages of its own (table_file) when the page has no room for all
+    of it, as a run's checkpoints do: its heading, the id of that heading on each page of it, and the macro
+    of _macros.html that draws some of its rows, called as macro(rows, page, report)."""
+
+    heading: str
+    fragment: str
+    macro: str
+
+
+def _continued(page: Page, name: str, table: Table, parts: list[list], heading: str,
+               crumbs: list[tuple[str, str]]) -> tuple[Listing, list[tuple[Page, str, dict]]]:
+    """A table of `page` in `parts`: the Listing of the part the page shows, and a page (table.html) for
+    each next part, headed `heading`, under the links `crumbs` ((file, text) each) back to `page`."""
+    spread = _spread(parts, partial(table_file, page.file, name), _rows_label, table.fragment)
+    total = sum(map(len, parts))
+    entries = []
+    for file, listing in spread[1:]:
+        shown = Page(file=file, title=f"{heading}, page {listing.number} of {len(spread)}", root=root_of(file),
+                     single=page.single)
+        entries.append((shown, "table.html", {"table": table, "heading": heading, "crumbs": crumbs, "total": total,
+                                              "listing": listing}))
+    return spread[0][1], entries
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the targets of links are once long lists are spread over pages, the same for every page of a
+    build: the part of a file's quoted lines or of a page's list that holds a target, and the long
+    evidence lists that have a page of their own."""
+
+    # For each evidence page split in parts: the first line of each part after the first.
+    line_parts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # For each page whose list is spread over parts: the id of each row on a part after the first -> that part.
+    moved: dict[str, dict[str, str]] = field(default_factory=dict)
+    cited: frozenset[str] = frozenset()  # the keys (cited_key) of the evidence lists with a page of their own
 
 
 @dataclass
@@ -292,8 +358,7 @@ class Page:
     root: str = ""
     charts: list[Chart] = field(default_factory=list)
     single: bool = False
-    # For each evidence page split in parts: the first line of each part after the first (see url).
-    line_parts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    links: Links = field(default_factory=Links)
     pending: list[Pending] = field(default_factory=list)  # charts drawn where the page is rendered (see drawn)
 
     def drawn(self) -> Page:
@@ -307,21 +372,110 @@ class Page:
         return self
 
     def url(self, file: str, fragment: str = "") -> str:
-        """A link to `file` (a site path), at `fragment` if given. A line of a file quoted over several
-        evidence pages (fragment "L<n>") is linked on the part that holds it."""
+        """A link to `file` (a site path), at `fragment` if given, on the part of a list spread over
+        pages that holds it (holding)."""
         if self.single:
             return "#" + section_id(file) + (f"--{fragment}" if fragment else "")
         return self.root + self.holding(file, fragment) + (f"#{fragment}" if fragment else "")
 
     def holding(self, file: str, fragment: str) -> str:
-        """The page that holds `fragment` of `file`: `file` itself unless it is an evidence page split in parts."""
-        starts = self.line_parts.get(file)
+        """The page that holds `fragment` of `file`: `file` itself, unless it is split in parts: an evidence
+        page (fragment "L<n>", a line) or a page whose list goes on over pages of its own (a row's id)."""
+        moved = self.links.moved.get(file)
+        if moved and fragment in moved:
+            return moved[fragment]
+        starts = self.links.line_parts.get(file)
         if not starts or not re.fullmatch(r"L\d+", fragment):
             return file
         return part_file(file, bisect.bisect_right(starts, int(fragment[1:])) + 1)
 
+    def cited(self, items: list[dict]) -> str | None:
+        """The page of its own of an evidence list too long to show whole (cited_lists); none for a
+        shorter list, and in the one-file report, which keeps every list whole."""
+        if self.single or len(items) <= CITED_WHOLE:
+            return None
+        key = cited_key(items)
+        return cited_file(key, 1) if key in self.links.cited else None
+
     def id(self, fragment: str) -> str:
         return f"{section_id(self.file)}--{fragment}" if self.single else fragment
+
+
+def cited_key(items: list[dict]) -> str:
+    """An evidence list's name, from what it holds: the same list cited in two places has one page."""
+    return hashlib.sha1(json.dumps(items, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+
+
+def cited_file(key: str, number: int) -> str:
+    """The page of part `number` (from 1) of the evidence list `key`: `cited/<key>.html`, `cited/<key>-2.html`..."""
+    return part_file(f"cited/{key}.html", number)
+
+
+# What names an item of a list in report.json, in this order: "step train-r16", "train-r16", "seconds a step"...
+NAMED_BY = ("item", "id", "quantity", "cause", "code", "run", "metric")
+
+
+@dataclass
+class Cited:
+    """An evidence list too long to show where it is cited: what it is the evidence of, in words and by
+    where report.json holds it (each place, when the same list is cited in several)."""
+
+    key: str
+    items: list[dict]
+    about: str
+    places: list[str] = field(default_factory=list)
+
+
+def _is_evidence(items: list) -> bool:
+    """A list of {path, line}: the lines a figure or finding rests on (docs/report-json.md)."""
+    return all(isinstance(item, dict) and item.keys() == {"path", "line"} for item in items)
+
+
+def cited_lists(report: dict) -> dict[str, Cited]:
+    """Every evidence list of the report longer than CITED_WHOLE, by its key (cited_key), in report order."""
+    found: dict[str, Cited] = {}
+
+    def visit(value: object, place: str, about: list[str]) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, f"{place}.{key}" if place else key, about or [key.replace("_", " ")])
+        elif isinstance(value, list):
+            if len(value) > CITED_WHOLE and _is_evidence(value):
+                key = cited_key(value)
+                found.setdefault(key, Cited(key, value, ", ".join(about))).places.append(place)
+                return
+            for index, item in enumerate(value):
+                name = next((item[k] for k in NAMED_BY if isinstance(item, dict) and isinstance(item.get(k), str)), None)
+                visit(item, f"{place}[{index}]", [*about, name.replace("_", " ")] if name else about)
+
+    visit(report, "", [])
+    return found
+
+
+def _cited_bytes(line: tuple[dict, bool]) -> int:
+    """A cited line's markup on its list's page: its link, and a row for its file when it starts one."""
+    item, opens = line
+    return 64 + len(str(item["line"])) + (200 + 4 * len(item["path"].encode()) if opens else 0)
+
+
+def _by_file(items: list[dict]) -> list[dict]:
+    """Cited lines as rows of their list's page: one row per run of lines of one file, in the list's order,
+    with the file's lines (none: the whole file is cited)."""
+    return [{"path": path, "lines": [item["line"] for item in group if item["line"] is not None]}
+            for path, group in itertools.groupby(items, key=lambda item: item["path"])]
+
+
+def _cited_pages(cited: dict[str, Cited], budget: int | None) -> list[tuple[Page, str, dict]]:
+    """A page for each long evidence list (cited.html), spread over pages of its own when it is too long for one."""
+    pages = []
+    for key, whole in cited.items():
+        lines = [(item, index == 0 or item["path"] != whole.items[index - 1]["path"]) for index, item in enumerate(whole.items)]
+        parts = [[item for item, _ in part] for part in split(lines, _cited_bytes, budget)]
+        for file, listing in _spread(parts, partial(cited_file, key), _numbered):
+            title = f"Evidence: {whole.about}" + (f", page {listing.number} of {len(parts)}" if len(parts) > 1 else "")
+            page = Page(file=file, title=title, root=root_of(file))
+            pages.append((page, "cited.html", {"cited": whole, "listing": listing, "files": _by_file(listing.rows)}))
+    return pages
 
 
 def templates_dir() -> Path:
@@ -425,6 +579,7 @@ def environment(custom: Path | None) -> jinja2.Environment:
     env.filters["figure"] = figure
     env.filters["money"] = lambda v, currency: "—" if v is None else money(v, currency)
     env.filters["when"] = lambda v: "—" if not v else v.replace("T", " ")
+    env.filters["listed"] = lambda names, shown: listed(list(names), shown)
     env.globals["search_path"] = search
     env.globals["run_page"] = run_page
     return env
@@ -467,20 +622,63 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
     quoted = {path: split_quotes([shown(part) for part in parts], budget) for path, parts in sorted(sources.items())}
     line_parts = {evidence_file(path): tuple(part[0].first_line for part in parts[1:])
                   for path, parts in quoted.items() if len(parts) > 1}
-    pages = [(Page(file=f, title=t, pending=figures.get(f, []), single=single, line_parts=line_parts), f, {})
-             for f, t in PAGES]
-    expand = {RUNS_PAGE: _runs_pages, CHECKPOINTS_PAGE: _checkpoints_pages}
+    pages = [(Page(file=f, title=t, pending=figures.get(f, []), single=single), f, {}) for f, t in PAGES]
+    expand = {INDEX_PAGE: _index_pages, RUNS_PAGE: _runs_pages, STOPS_PAGE: _stops_pages, CHECKPOINTS_PAGE: _checkpoints_pages,
+              INPUTS_PAGE: _inputs_pages}
     pages = [entry for page in pages for entry in (expand[page[1]](report, page[0], budget) if page[1] in expand else [page])]
     for run in report["runs"]:
         charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
-        pages.extend(_run_pages(run, charts, single, line_parts, budget))
+        pages.extend(_run_pages(run, charts, single, budget))
     for path, parts in quoted.items():
         spread = _spread(parts, partial(part_file, evidence_file(path)), lambda quotes, _first: _quotes_label(quotes))
         for number, (file, listing) in enumerate(spread, 1):
             title = path if len(parts) == 1 else f"{path}, part {number} of {len(parts)}"
-            page = Page(file=file, title=title, root="../", single=single, line_parts=line_parts)
+            page = Page(file=file, title=title, root="../", single=single)
             pages.append((page, "evidence.html", {"path": path, "excerpts": listing.rows, "listing": listing}))
+    cited = {} if single else cited_lists(report)
+    pages += _cited_pages(cited, budget)
+    # Where a link lands is known once every list is spread: the same for every page, set before any is rendered.
+    links = Links(line_parts, _moved(pages), frozenset(cited))
+    for page, _template, _extra in pages:
+        page.links = links
     return pages
+
+
+# The id of a row of a page's list, for the pages whose list other pages link into: when the list goes on
+# over pages of its own (<page>-2.html...), a link to a row there goes to the part that holds it.
+ROW_IDS: dict[str, Callable[[dict], str]] = {
+    "inputs.html": lambda row: anchor(row["path"]),
+    "stops.html": lambda row: f"stop-{row['id']}",
+}
+
+
+def _moved(pages: list[tuple[Page, str, dict]]) -> dict[str, dict[str, str]]:
+    """For each page whose list (its `listing`) goes on over pages of its own: the id of each row there -> its page."""
+    moved: dict[str, dict[str, str]] = {}
+    for page, template, extra in pages:
+        listing = extra.get("listing")
+        if template in ROW_IDS and listing is not None and listing.number > 1:
+            moved.setdefault(listing.parts[0].file, {}).update({ROW_IDS[template](row): page.file for row in listing.rows})
+    return moved
+
+
+INDEX_PAGE = "index.html"
+OVERVIEW_ROWS = 20  # the Overview names at most this many warnings and stops; the rest are a link away
+WARNINGS_TABLE = Table("Warnings", "warnings", "warnings_list")
+
+
+def _index_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
+    """The Overview: the first OVERVIEW_ROWS warnings, the others on pages of their own (index/warnings-2.html...),
+    and the first OVERVIEW_ROWS stops, with a link to the ledger for the others. The one-file report shows
+    them all."""
+    warnings, stops = report["warnings"], report["stops"]
+    if budget is not None and len(warnings) > OVERVIEW_ROWS:
+        parts = [warnings[:OVERVIEW_ROWS], *split(warnings[OVERVIEW_ROWS:], _row_bytes, budget)]
+    else:
+        parts = [warnings]
+    listing, more = _continued(page, "warnings", WARNINGS_TABLE, parts, "Warnings", [(INDEX_PAGE, "Overview")])
+    shown_stops = stops if budget is None else stops[:OVERVIEW_ROWS]
+    return [(page, INDEX_PAGE, {"listings": {"warnings": listing}, "stops_shown": shown_stops}), *more]
 
 
 RUNS_PAGE = "runs.html"
@@ -498,12 +696,24 @@ def _run_row_bytes(run: dict) -> int:
 def _runs_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
     """The Runs page, and when the campaign has too many runs for one page, a page for each next part
     of the list (runs-2.html, runs-3.html...), in start order like the list."""
-    parts = split(report["runs"], _run_row_bytes, budget)
-    return _paged(page, RUNS_PAGE, "listing", parts, lambda rows, first: f"{first:,}–{first + len(rows) - 1:,}", "Runs")
+    return _paged(page, RUNS_PAGE, "listing", split(report["runs"], _run_row_bytes, budget), _numbered, "Runs")
+
+
+STOPS_PAGE = "stops.html"
+NOTICES_TABLE = Table("Seen, but not a stop", "notices", "notices_list")
+
+
+def _stops_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
+    """The Stops page; when the campaign has too many stops for one page, the ledger goes on over pages of
+    its own (stops-2.html...), and so do the notices (stops/notices-2.html...)."""
+    ledger, notices = split_lists([(report["stops"], _row_bytes), (report["stop_notices"], _row_bytes)], budget)
+    listing, more = _continued(page, "notices", NOTICES_TABLE, notices, "Stops: seen, but not a stop", [(STOPS_PAGE, "Stops")])
+    return _paged(page, STOPS_PAGE, "listing", ledger, _numbered, "Stops", {"listings": {"notices": listing}}) + more
 
 
 CHECKPOINTS_PAGE = "checkpoints.html"
 CHECKPOINTS_PER_RUN_ABOVE = 300  # above this many checkpoints the page lists them per run
+CALENDAR_TABLE = Table("Time in the calendar", "calendar", "calendar_table")
 
 
 def checkpoints_per_run(report: dict) -> list[dict]:
@@ -538,12 +748,37 @@ def _per_run_row_bytes(row: dict) -> int:
 
 def _checkpoints_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
     """The Checkpoints page; above CHECKPOINTS_PER_RUN_ABOVE checkpoints it lists them per run, and when
-    that list is too long for one page, the next parts go on pages of their own (checkpoints-2.html...)."""
-    if len(report["checkpoints"]["items"]) <= CHECKPOINTS_PER_RUN_ABOVE:
-        return [(page, CHECKPOINTS_PAGE, {"per_run": None})]
-    parts = split(checkpoints_per_run(report), _per_run_row_bytes, budget)
-    return _paged(page, CHECKPOINTS_PAGE, "per_run", parts, lambda rows, first: f"runs {first:,}–{first + len(rows) - 1:,}",
-                  "Checkpoints per run")
+    that list is too long for one page, the next parts go on pages of their own (checkpoints-2.html...),
+    as do those of the time each run's checkpoints took (checkpoints/calendar-2.html...)."""
+    per_run = checkpoints_per_run(report) if len(report["checkpoints"]["items"]) > CHECKPOINTS_PER_RUN_ABOVE else None
+    calendar, runs = split_lists([(report["checkpoints"]["calendar"]["runs"], _row_bytes), (per_run or [], _per_run_row_bytes)],
+                                 budget)
+    listing, more = _continued(page, "calendar", CALENDAR_TABLE, calendar, "Checkpoints: time in the calendar",
+                               [(CHECKPOINTS_PAGE, "Checkpoints")])
+    extra = {"listings": {"calendar": listing}}
+    if per_run is None:
+        return [(page, CHECKPOINTS_PAGE, {"per_run": None, **extra}), *more]
+    return _paged(page, CHECKPOINTS_PAGE, "per_run", runs, lambda rows, first: f"runs {_numbered(rows, first)}",
+                  "Checkpoints per run", extra) + more
+
+
+INPUTS_PAGE = "inputs.html"
+UNLINKED_TABLE = Table("Sources that are not runs", "unlinked", "unlinked_table")
+
+
+def _input_row_bytes(row: dict) -> int:
+    """A file's row on the Inputs page, estimated: its markup (about 200 bytes) and twice the text it shows."""
+    return 200 + _row_bytes({key: row[key] for key in ("path", "format", "problems", "notes")})
+
+
+def _inputs_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Page, str, dict]]:
+    """The Inputs page; when LOGS holds too many files for one page, their table goes on over pages of its
+    own (inputs-2.html...), and so does that of the sources that are not runs (inputs/unlinked-2.html...).
+    Links to a file's row (inputs.html#f-...) open the page that holds it (ROW_IDS)."""
+    files, unlinked = split_lists([(report["inputs"], _input_row_bytes), (report["unlinked_sources"], _row_bytes)], budget)
+    listing, more = _continued(page, "unlinked", UNLINKED_TABLE, unlinked, "Inputs: sources that are not runs",
+                               [(INPUTS_PAGE, "Inputs")])
+    return _paged(page, INPUTS_PAGE, "listing", files, _numbered, "Inputs", {"listings": {"unlinked": listing}}) + more
 
 
 def evidence_file(path: str) -> str:
@@ -551,29 +786,27 @@ def evidence_file(path: str) -> str:
     return f"evidence/{anchor(path)}.html"
 
 
-def _run_pages(run: dict, charts: list[Chart], single: bool, line_parts: dict[str, tuple[int, ...]],
-               budget: int | None) -> list[tuple[Page, str, dict]]:
+# The tables of a run page that grow with the run (a row per window of non-finite values, per checkpoint),
+# in page order, by their key in the run's report entry.
+RUN_TABLES = {
+    "non_finite": Table("Non-finite values", "non-finite", "non_finite_table"),
+    "checkpoints": Table("Checkpoints", "checkpoints", "checkpoints_table"),
+}
+
+
+def _run_pages(run: dict, charts: list[Chart], single: bool, budget: int | None) -> list[tuple[Page, str, dict]]:
     """A run's page, which shows the first part of each of its long tables (as much as its charts leave
     room for), and a page for every other part."""
-    tables = {key: [run[key]] for key in RUN_TABLES}
-    if budget is not None:
-        needs = [sum(map(_row_bytes, run[key])) for key in RUN_TABLES]
-        room = max(0, budget - sum(len(chart.json.encode()) for chart in charts))
-        if sum(needs) > room:
-            tables = {key: split(run[key], _row_bytes, budget, first) for key, first in zip(RUN_TABLES, shares(room, needs))}
-    listings = {key: _spread(parts, partial(run_table_file, run["page"], key), _rows_label, RUN_TABLES[key][1])
-                for key, parts in tables.items()}
-    page = Page(file=run["page"], title=f"Run {run['id']}", root=root_of(run["page"]), charts=charts, single=single,
-                line_parts=line_parts)
-    pages = [(page, "run.html", {"run": run, "listings": {key: spread[0][1] for key, spread in listings.items()}})]
-    for key, spread in listings.items():
-        heading, fragment = RUN_TABLES[key]
-        for file, listing in spread[1:]:
-            title = f"Run {run['id']}: {heading.lower()}, page {listing.number} of {len(spread)}"
-            page = Page(file=file, title=title, root=root_of(file), single=single, line_parts=line_parts)
-            pages.append((page, "run_table.html", {"run": run, "table": key, "heading": heading, "fragment": fragment,
-                                                   "listing": listing}))
-    return pages
+    room = None if budget is None else max(0, budget - sum(len(chart.json.encode()) for chart in charts))
+    parts = split_lists([(run[key], _row_bytes) for key in RUN_TABLES], budget, room)
+    page = Page(file=run["page"], title=f"Run {run['id']}", root=root_of(run["page"]), charts=charts, single=single)
+    kind = "Evaluation run" if run["kind"] == "evaluation" else "Run"
+    crumbs = [(RUNS_PAGE, "Runs"), (run["page"], run["id"])]
+    listings, pages = {}, []
+    for (key, table), table_parts in zip(RUN_TABLES.items(), parts):
+        listings[key], more = _continued(page, key, table, table_parts, f"{kind} {run['id']}: {table.heading.lower()}", crumbs)
+        pages += more
+    return [(page, "run.html", {"run": run, "listings": listings}), *pages]
 
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
