@@ -432,24 +432,44 @@ def _is_evidence(items: list) -> bool:
 
 
 def cited_lists(report: dict) -> dict[str, Cited]:
-    """Every evidence list of the report longer than CITED_WHOLE, by its key (cited_key), in report order."""
+    """Every evidence list of the report longer than CITED_WHOLE, by its key (cited_key), in report order.
+    Where a list is, and what it is the evidence of, is worked out for the lists found only."""
     found: dict[str, Cited] = {}
+    path: list[tuple[dict | list, str | int]] = []  # (container, key or index) from the report down
 
-    def visit(value: object, place: str, about: list[str]) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                visit(item, f"{place}.{key}" if place else key, about or [key.replace("_", " ")])
-        elif isinstance(value, list):
-            if len(value) > CITED_WHOLE and _is_evidence(value):
-                key = cited_key(value)
-                found.setdefault(key, Cited(key, value, ", ".join(about))).places.append(place)
-                return
-            for index, item in enumerate(value):
-                name = next((item[k] for k in NAMED_BY if isinstance(item, dict) and isinstance(item.get(k), str)), None)
-                visit(item, f"{place}[{index}]", [*about, name.replace("_", " ")] if name else about)
+    def visit(value: dict | list) -> None:
+        if isinstance(value, list) and len(value) > CITED_WHOLE and _is_evidence(value):
+            key = cited_key(value)
+            found.setdefault(key, Cited(key, value, _about(path))).places.append(_place(path))
+            return
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if isinstance(item, (dict, list)):
+                path.append((value, key))
+                visit(item)
+                path.pop()
 
-    visit(report, "", [])
+    visit(report)
     return found
+
+
+def _place(path: list[tuple[dict | list, str | int]]) -> str:
+    """Where report.json holds a value: "schedule.steps[2].evidence"."""
+    return "".join(f"[{key}]" if isinstance(container, list) else (f".{key}" if n else str(key))
+                   for n, (container, key) in enumerate(path))
+
+
+def _about(path: list[tuple[dict | list, str | int]]) -> str:
+    """What a value is about, in words: the report's part holding it, then the name of each item on the way."""
+    about: list[str] = []
+    for container, key in path:
+        if isinstance(container, dict):
+            about = about or [str(key).replace("_", " ")]
+            continue
+        item = container[key]  # type: ignore[index]
+        name = next((item[k] for k in NAMED_BY if isinstance(item, dict) and isinstance(item.get(k), str)), None)
+        if name:
+            about.append(name.replace("_", " "))
+    return ", ".join(about)
 
 
 def _cited_bytes(line: tuple[dict, bool]) -> int:
