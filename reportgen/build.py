@@ -17,7 +17,7 @@ from reportgen.plan.load import LoadedPlan, load_plan
 from reportgen.render.nextplan import next_plan
 from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
-from reportgen.render.runcharts import run_charts
+from reportgen.render.runcharts import RunCharts, run_charts
 from reportgen.render.site import PlanSource, write_site
 from reportgen.verify import check_deliverables
 
@@ -73,8 +73,10 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
     writer = SiteWriter(out)
     try:
         reference = built.frozen.plan if built.frozen else built.plan
+        # A run's charts are drawn where its page is rendered; the one-file report, rendered in one piece,
+        # takes every run's, drawn beforehand among the workers.
         with during("drawing the run charts"):
-            figures = run_charts(built.analysis, progress=progress, jobs=jobs)
+            figures = run_charts(built.analysis, progress=progress, jobs=jobs) if single_file else RunCharts(built.analysis)
         with during("writing the next campaign's plan"):
             proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,

@@ -145,3 +145,32 @@ def test_every_format_read_by_workers_reads_as_in_one_process(logs, monkeypatch)
         found[jobs] = json.loads(result.output)
     assert found[1] == found[2]
     assert parallel.redone == 0
+
+
+def test_each_runs_charts_are_drawn_once_where_its_page_is_rendered(tmp_path, monkeypatch):
+    """A build draws a run's charts in the task that renders its page (no phase of its own whose charts
+    would travel between processes): every run with rows drawn once, none ahead of its page. Counter-example:
+    the one-file report, rendered in one piece, takes every run's charts drawn beforehand."""
+    from reportgen import build as build_module
+    from reportgen.render.runcharts import RunCharts
+
+    drawn: list[str] = []
+    real = RunCharts.__getitem__
+
+    def counted(self, run_id):
+        drawn.append(run_id)
+        return real(self, run_id)
+
+    monkeypatch.setattr(RunCharts, "__getitem__", counted)
+    monkeypatch.setattr(build_module, "run_charts", lambda *a, **k: pytest.fail("drawn ahead of the pages"))
+    built = build_module.build(SAMPLE_LOGS, SAMPLE_PLAN, tmp_path / "site", jobs=1)
+    assert sorted(drawn) == sorted(run["id"] for run in built.report["runs"])  # each run's page asked once
+    html = (tmp_path / "site" / "runs" / "lora-r16-1.html").read_text(encoding="utf-8")
+    assert 'type="application/json"' in html  # its charts are on its page
+
+    monkeypatch.undo()
+    ahead: list[str] = []
+    real_run_charts = build_module.run_charts
+    monkeypatch.setattr(build_module, "run_charts", lambda *a, **k: ahead.append("all") or real_run_charts(*a, **k))
+    build_module.build(SAMPLE_LOGS, SAMPLE_PLAN, tmp_path / "one", single_file=True, jobs=1)
+    assert ahead == ["all"]

@@ -14,7 +14,7 @@ count and the legend below.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -369,26 +369,42 @@ def _chart(analysis: Analysis, run_id: str, metric: str, drawn: list[_Drawn]) ->
     return {"data": data, "layout": layout, "label": label}
 
 
+class RunCharts(Mapping[str, list[MetricChart]]):
+    """Per run id, one chart per metric it logged, each run's drawn when asked for: a build draws a run's
+    charts where its page is rendered (a worker, often), so none waits for the others' or travels between
+    processes. The runs' rows are grouped, and the metrics each logged counted, once, before any is drawn."""
+
+    def __init__(self, analysis: Analysis, points: int = DEFAULT_POINTS):
+        campaign = analysis.campaign
+        self.analysis, self.points = analysis, points
+        self.groups = campaign.frames_by_run() if len(campaign.metrics) else {}
+        self.logged = campaign.metrics_by_run() if self.groups else {}
+        self.arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
+
+    def __getitem__(self, run_id: str) -> list[MetricChart]:
+        if run_id not in self.groups:
+            raise KeyError(run_id)
+        return _run_charts(self.analysis, run_id, self.groups, self.logged, self.arrays, self.points)
+
+    def __iter__(self) -> Iterator[str]:
+        return (run_id for run_id in self.analysis.campaign.runs if run_id in self.groups)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS,
                progress: Callable[[str, str, int, int], None] | None = None, jobs: int = 1) -> dict[str, list[MetricChart]]:
-    """Per run id, one chart per metric it logged, the runs shared among `jobs` workers; `progress`
+    """Every run's charts drawn at once (RunCharts), the runs shared among `jobs` workers; `progress`
     hears of each run drawn."""
-    frame = analysis.campaign.metrics
-    if not len(frame):
-        return {}
-    groups = analysis.campaign.frames_by_run()
-    logged = analysis.campaign.metrics_by_run()  # counted for every run at once
-    runs = list(analysis.campaign.runs)
-    arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
-
-    def charts_of(run_id: str) -> list[MetricChart]:
-        return _run_charts(analysis, run_id, groups, logged, arrays, points) if run_id in groups else []
+    charts = RunCharts(analysis, points)
+    runs = list(charts)
 
     def heard(index: int, _charts: list[MetricChart]) -> None:
         if progress:
             progress("drawing", f"runs/{runs[index]}", index + 1, len(runs))
 
-    return {run_id: charts for run_id, charts in zip(runs, ordered_map(charts_of, runs, jobs, heard)) if run_id in groups}
+    return dict(zip(runs, ordered_map(charts.__getitem__, runs, jobs, heard), strict=True))
 
 
 def _run_charts(analysis: Analysis, run_id: str, groups: dict[str, pd.DataFrame], logged: dict[str, list[str]],

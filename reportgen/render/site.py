@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
@@ -31,7 +31,7 @@ from reportgen.render.nextplan import FILE as NEXT_PLAN
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
 from reportgen.render.report import run_page
-from reportgen.render.runcharts import MetricChart
+from reportgen.render.runcharts import MetricChart, RunCharts
 from reportgen.render.text import markdown_html
 
 # (file, title) in navigation order.
@@ -625,8 +625,9 @@ def _render_block(env: jinja2.Environment, name: str, block: str | None, **conte
 
 
 def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
-           run_figures: dict[str, list[MetricChart]]) -> list[tuple[Page, str, dict]]:
-    """(page, template, extra context) for every page of the report."""
+           run_figures: Mapping[str, list[MetricChart]], runs: bool = True) -> list[tuple[Page, str, dict]]:
+    """(page, template, extra context) for every page of the report; the run pages left out unless `runs`
+    (a build renders each run's where its charts are drawn: run_pages)."""
     schedule = report["schedule"]
     steps = [step["id"] for step in schedule["steps"] if step["explained"]]
     figures = {
@@ -646,9 +647,8 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
     expand = {INDEX_PAGE: _index_pages, RUNS_PAGE: _runs_pages, STOPS_PAGE: _stops_pages, CHECKPOINTS_PAGE: _checkpoints_pages,
               INPUTS_PAGE: _inputs_pages}
     pages = [entry for page in pages for entry in (expand[page[1]](report, page[0], budget) if page[1] in expand else [page])]
-    for run in report["runs"]:
-        charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
-        pages.extend(_run_pages(run, charts, single, budget))
+    if runs:
+        pages += [entry for run in report["runs"] for entry in run_pages(run, run_figures, single)]
     for path, parts in quoted.items():
         spread = _spread(parts, partial(part_file, evidence_file(path)), lambda quotes, _first: _quotes_label(quotes))
         for number, (file, listing) in enumerate(spread, 1):
@@ -814,9 +814,11 @@ RUN_TABLES = {
 }
 
 
-def _run_pages(run: dict, charts: list[Chart], single: bool, budget: int | None) -> list[tuple[Page, str, dict]]:
-    """A run's page, which shows the first part of each of its long tables (as much as its charts leave
-    room for), and a page for every other part."""
+def run_pages(run: dict, run_figures: Mapping[str, list[MetricChart]], single: bool) -> list[tuple[Page, str, dict]]:
+    """A run's page with its charts, which shows the first part of each of its long tables (as much as its
+    charts leave room for), and a page for every other part."""
+    charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
+    budget = None if single else PART_BYTES
     room = None if budget is None else max(0, budget - sum(len(chart.json.encode()) for chart in charts))
     parts = split_lists([(run[key], _row_bytes) for key in RUN_TABLES], budget, room)
     page = Page(file=run["page"], title=f"Run {run['id']}", root=root_of(run["page"]), charts=charts, single=single)
@@ -831,42 +833,57 @@ def _run_pages(run: dict, charts: list[Chart], single: bool, budget: int | None)
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
                custom_templates: Path | None = None, progress: Callable[[str, str, int, int], None] | None = None,
-               single_file: bool = False, run_figures: dict[str, list[MetricChart]] | None = None,
+               single_file: bool = False, run_figures: Mapping[str, list[MetricChart]] | None = None,
                next_plan: str | None = None, jobs: int = 1) -> None:
     """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
     the next campaign's draft plan; with `single_file`, also report.html: every page in one self-contained
-    file for attaching. The pages are rendered by up to `jobs` workers and written in order."""
+    file for attaching. The pages are rendered by up to `jobs` workers and written in order: a run's pages
+    where its charts are drawn, when `run_figures` draws them as they are asked for (RunCharts)."""
     env = environment(custom_templates)
     nav = [{"file": f, "title": t} for f, t in PAGES]
     # single_file: the one-file report's name, which every page's header links to, when it is built
     common = {"report": report, "nav": nav, "plan_source": plan_source, "single_file": SINGLE_FILE if single_file else None}
-    run_figures = run_figures or {}
+    run_figures = {} if run_figures is None else run_figures
 
-    def page_html(entry: tuple[Page, str, dict]) -> str:
+    def page_html(entry: tuple[Page, str, dict]) -> list[tuple[str, str]]:
         page, template, extra = entry
-        return _render(env, template, page=page.drawn(), **common, **extra)
+        return [(page.file, _render(env, template, page=page.drawn(), **common, **extra))]
 
-    # Every file made from the report: report.json first so that a worker starts on it at once, the
-    # one-file report last (what the workers make waits in this process until its turn to be written).
-    made: list[tuple[str, Callable[[], str]]] = [
-        ("report.json", lambda: json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"),
-        ("order-note.md", lambda: order_note(report)),
-    ]
+    def runs_html(run: dict, links: Links) -> list[tuple[str, str]]:
+        """A run's pages, its charts drawn here (where the pages are rendered)."""
+        entries = run_pages(run, run_figures, False)
+        for page, _template, _extra in entries:
+            page.links = links
+        return [file_and_html for entry in entries for file_and_html in page_html(entry)]
+
+    # Every file made from the report, each task making one or a run's several: the runs first, each
+    # drawing its charts; report.json next, so that a worker takes it early; the one-file report last
+    # (what the workers make waits in this process until its turn to be written).
     with during("writing the site"):
-        made += [(entry[0].file, partial(page_html, entry)) for entry in _pages(report, sources, False, run_figures)]
+        pages = _pages(report, sources, False, run_figures, runs=False)
+        runs: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = [
+            (run["page"], partial(runs_html, run, pages[0][0].links)) for run in report["runs"]]
+        made = runs + [
+            ("report.json", lambda: [("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")]),
+            ("order-note.md", lambda: [("order-note.md", order_note(report))]),
+            *((entry[0].file, partial(page_html, entry)) for entry in pages)]
         if single_file:
-            made.append((SINGLE_FILE, lambda: _single_file(env, common, sources, run_figures)))
+            made.append((SINGLE_FILE, lambda: [(SINGLE_FILE, _single_file(env, common, sources, run_figures))]))
+        drawing = len(runs) if isinstance(run_figures, RunCharts) else 0  # the run tasks draw the charts
 
-        def text(task: tuple[str, Callable[[], str]]) -> str:
+        def text(task: tuple[str, Callable[[], list[tuple[str, str]]]]) -> list[tuple[str, str]]:
             file, make = task
             with during(f"writing {file}"):
                 return make()
 
-        def write(index: int, content: str) -> None:
-            with during(f"writing {made[index][0]}"):
-                writer.write(made[index][0], content)
-            if progress:
-                progress("writing", made[index][0], index + 1, len(made))
+        def write(index: int, files: list[tuple[str, str]]) -> None:
+            for file, content in files:
+                with during(f"writing {file}"):
+                    writer.write(file, content)
+            if progress and index < drawing:
+                progress("drawing", made[index][0], index + 1, drawing)
+            elif progress:
+                progress("writing", made[index][0], index + 1 - drawing, len(made) - drawing)
 
         ordered_map(text, made, jobs, write)
     for asset in ASSETS:
@@ -900,7 +917,7 @@ def demote_headings(html: str) -> str:
 
 
 def _single_file(env: jinja2.Environment, common: dict, sources: dict[str, list[Excerpt]],
-                 run_figures: dict[str, list[MetricChart]]) -> str:
+                 run_figures: Mapping[str, list[MetricChart]]) -> str:
     sections: dict[str, Section] = {}
     for page, template, extra in _pages(common["report"], sources, True, run_figures):
         html = demote_headings(_render_block(env, template, "content", page=page.drawn(), **common, **extra))
