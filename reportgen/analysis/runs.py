@@ -20,7 +20,7 @@ from reportgen.model import (
     UnlinkedSource,
     WarningCode,
 )
-from reportgen.numbers import HOURS_DECIMALS
+from reportgen.numbers import HOURS_DECIMALS, listed
 from reportgen.plan.schema import Plan
 
 # Config keys naming how many optimizer steps a full run takes.
@@ -267,8 +267,10 @@ def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> 
         if len(variants) > 1:
             run = campaign.runs[run_ids[0]]
             where = run.start_evidence or (Evidence(run.sources[0]) if run.sources else None)
-            message = (f"runs {', '.join(run_ids)} have the same configuration ({config}) but belong to "
-                       f"different variants ({', '.join(variants)}): the variants do not differ in what was run")
+            of_variant = "; ".join(f"{variant}: {listed([r for r in run_ids if run_variants.get(r) == variant])}"
+                                   for variant in variants)
+            message = (f"{len(run_ids):,} runs have the same configuration ({config}) but belong to different "
+                       f"variants ({of_variant}): the variants do not differ in what was run")
             problems.append(Problem.at(where, message, WarningCode.SAME_CONFIG_ACROSS_VARIANTS))
     return problems
 
