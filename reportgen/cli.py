@@ -132,6 +132,52 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
 
 
 @cli.command()
+@logs_argument
+@plan_argument
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
+              help="Folder the site is written to (replaced whole, atomically, at each build).")
+@click.option("--serve", metavar="[HOST:]PORT",
+              help="Also serve the site over HTTP at this port (on 127.0.0.1 unless a host is given); open pages "
+                   "reload themselves after each build.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+              help="Seconds for changes to settle before a build; when polling, seconds between looks at LOGS.")
+@click.option("--poll", is_flag=True,
+              help="Look at LOGS every --interval seconds instead of waiting for change events (chosen by itself "
+                   "when LOGS is on a network mount: NFS, SMB, SSHFS...).")
+@click.option("--templates", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Folder of templates that override the built-in ones by name.")
+@click.option("--single-file", is_flag=True, help="Also write report.html at each build.")
+@jobs_option
+def watch(logs: Path, plan: Path, out: Path, serve: str | None, interval: float, poll: bool, templates: Path | None,
+          single_file: bool, jobs: int) -> None:
+    """Keep the site of LOGS and PLAN up to date while the campaign runs.
+
+    Builds once, then again whenever a file under LOGS or the plan changes: each build is the same
+    atomic, deterministic build as `reportgen build`; one that fails keeps the last good site and
+    prints why. Ctrl-C stops.
+
+    \b
+    Example:
+      reportgen watch logs/ plan.yaml -o site/ --serve 8000   # http://127.0.0.1:8000/
+    """
+    import signal
+    import threading
+
+    from reportgen.serve import parse_address
+    from reportgen.watch import Watch, run
+
+    address = parse_address(serve) if serve is not None else None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _signal, _frame: stop.set())  # a service manager's stop: after the build running
+    try:
+        run(Watch(logs, plan, out, interval, poll, templates, single_file, jobs), lambda line: click.echo(line, err=True),
+            stop=stop, serve=address)
+    except KeyboardInterrupt:
+        pass  # a build cut short leaves the last good site (builds are atomic)
+    click.echo("reportgen watch: stopped", err=True)
+
+
+@cli.command()
 @plan_argument
 def check(plan: Path) -> None:
     """Validate PLAN before ordering: schema, references, window fit, categories, prices.

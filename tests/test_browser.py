@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -101,3 +102,55 @@ def test_next_campaign_page_draws_planned_measured_and_next_hours(tmp_path):
     # diverged) and explore-len2048 (dropped at a decision point) are left out of the chart
     assert len(re.findall(r'<g class="point"', chart)) == 3 * 10
     assert "next estimate" in chart and "RTX 4090, 3 days" in dom
+
+
+def test_a_served_page_reloads_itself_after_the_site_is_built_again(tmp_path):
+    """`reportgen watch --serve`: the page open in the browser asks for the build's number; the plan is
+    edited while it is open, the watcher builds again, and the page reloads itself to the new site."""
+    import threading
+
+    from reportgen.serve import Builds, start_server
+    from reportgen.watch import Watch, run
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    plan = logs / "plan.yaml"
+    site = tmp_path / "site"
+
+    class EditedWhileOpen(Builds):
+        """The page's second question is answered once the plan was edited and the site built again."""
+
+        asked = 0
+
+        def state(self) -> dict:
+            EditedWhileOpen.asked += 1
+            if EditedWhileOpen.asked == 2:
+                plan.write_text(plan.read_text(encoding="utf-8").replace("Does a LoRA adapter", "Does a small LoRA adapter"),
+                                encoding="utf-8")
+                deadline = time.monotonic() + 120
+                while super().state()["version"] < 2 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            return super().state()
+
+    builds = EditedWhileOpen()
+    stop = threading.Event()
+    watcher = threading.Thread(target=run, args=(Watch(logs, plan, site, interval=0.2), print, stop, None, builds), daemon=True)
+    watcher.start()
+    server = start_server(site, ("127.0.0.1", 0), builds)
+    try:
+        deadline = time.monotonic() + 120
+        while Builds.state(builds)["version"] < 1:
+            assert time.monotonic() < deadline and watcher.is_alive()
+            time.sleep(0.05)
+        assert "Does a small LoRA adapter" not in (site / "index.html").read_text(encoding="utf-8")
+        host, port = server.server_address[:2]
+        result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                                 f"http://{host}:{port}/"], capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert EditedWhileOpen.asked >= 3  # the reloaded page asked again
+        assert "Does a small LoRA adapter" in result.stdout  # the DOM is the new site's
+    finally:
+        stop.set()
+        watcher.join(120)
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,135 @@
+"""`reportgen watch`: the site kept up to date during the lot. It builds once, then builds again whenever
+a file under LOGS or the plan changes; each build is the same atomic, deterministic build as `reportgen
+build`, and one that fails leaves the last good site in place and says why on the terminal.
+
+Changes are heard from the operating system (watchfiles: inotify, FSEvents, ReadDirectoryChangesW) or,
+where it delivers none (network mounts: NFS, SMB, SSHFS...), by looking at LOGS every --interval
+seconds. Nothing is written under LOGS.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import watchfiles
+
+from reportgen.build import build
+from reportgen.errors import ReportgenError
+from reportgen.render.output import check_output
+from reportgen.serve import Builds, start_server
+
+# File systems that deliver no change events to this machine: a writer on another machine changes them.
+NETWORK_FILE_SYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs",
+    "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "fuse.glusterfs", "fuse.juicefs",
+})
+MOUNTS = Path("/proc/self/mounts")
+
+
+def mount_type(path: Path, mounts: str) -> str | None:
+    """The file system type of the mount that holds `path` (the longest mount point above it), from
+    the text of /proc/self/mounts; None when no mount holds it."""
+    best, kind = -1, None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = Path(fields[1].replace("\\040", " "))
+        if (path == point or path.is_relative_to(point)) and len(point.parts) > best:
+            best, kind = len(point.parts), fields[2]
+    return kind
+
+
+def needs_polling(logs: Path) -> str | None:
+    """Why LOGS must be polled (the file system its mount is, when change events do not reach this
+    machine from it); None when the operating system tells of changes."""
+    try:
+        mounts = MOUNTS.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None  # not Linux: watchfiles' own events
+    kind = mount_type(logs.resolve(), mounts)
+    return f"{logs} is on {kind}, which sends no change events" if kind in NETWORK_FILE_SYSTEMS else None
+
+
+@dataclass
+class Watch:
+    """What `reportgen watch` was asked to do."""
+
+    logs: Path
+    plan: Path
+    out: Path
+    interval: float = 1.0  # seconds for changes to settle before a build; with polling, between looks
+    poll: bool = False
+    templates: Path | None = None
+    single_file: bool = False
+    jobs: int = 1
+
+
+def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.Event) -> Iterator[set[str]]:
+    """The paths changed under `paths`, a batch at a time once they have settled for `interval`; ends when
+    `stop` is set."""
+    for batch in watchfiles.watch(*paths, debounce=int(interval * 1000), stop_event=stop, force_polling=poll or None,
+                                  poll_delay_ms=int(interval * 1000), rust_timeout=int(max(interval, 0.5) * 1000),
+                                  raise_interrupt=False):
+        yield {path for _change, path in batch}
+
+
+def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None = None,
+        serve: tuple[str, int] | None = None, builds: Builds | None = None) -> Builds:
+    """Build, then build again after every batch of changes until `stop` is set (Ctrl-C on the terminal);
+    with `serve`, the site is served at that address meanwhile. Returns the builds' count."""
+    stop = stop or threading.Event()
+    builds = builds or Builds()
+    check_output(watch.out, watch.logs, watch.plan)  # before anything: a folder that overlaps LOGS is refused at once
+    server = None
+    if serve is not None:
+        server = start_server(watch.out, serve, builds)
+        host, port = server.server_address[:2]
+        say(f"serving {watch.out} at http://{'[' + host + ']' if ':' in host else host}:{port}/ "
+            "(pages reload themselves after each build; Ctrl-C stops)")
+    poll = watch.poll
+    if not poll and (why := needs_polling(watch.logs)):
+        say(f"{why}: looking for changes every {watch.interval:g} s")
+        poll = True
+    try:
+        _build(watch, builds, say, "first build")
+        for changed in changes([watch.logs, watch.plan], watch.interval, poll, stop):
+            _build(watch, builds, say, _what_changed(changed, watch))
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    return builds
+
+
+def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> None:
+    started = time.monotonic()
+    clock = datetime.now().strftime("%H:%M:%S")
+    try:
+        built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
+                      jobs=watch.jobs)
+    except ReportgenError as exc:
+        builds.failed(exc.format_message().splitlines()[-1])
+        kept = "the last good site stays" if builds.state()["version"] else "no site yet"
+        say(f"{clock} {why}: the build failed ({kept}):\n{exc.format_message()}")
+        return
+    builds.built()
+    report = built.report
+    warnings = len(report["warnings"])
+    say(f"{clock} {why}: built {watch.out}/index.html in {time.monotonic() - started:.1f} s: "
+        f"verdict {report['campaign']['verdict']}, {len(report['runs'])} runs"
+        + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
+
+
+def _what_changed(changed: set[str], watch: Watch) -> str:
+    """The changed paths as a user reads them: relative to LOGS, the first three and a count."""
+    logs = str(watch.logs.resolve())
+    names = sorted(os.path.relpath(path, logs) if path.startswith(logs) else path for path in changed)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"changed: {shown}"

@@ -1,0 +1,185 @@
+"""`reportgen watch`: a build after every change of LOGS or the plan, the last good site kept when one
+fails, and the site served on loopback with pages that reload themselves after a build."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE_LOGS
+
+from reportgen.errors import ReportgenError
+from reportgen.serve import (
+    REFRESH,
+    VERSION_PATH,
+    Builds,
+    parse_address,
+    start_server,
+    with_refresh,
+)
+from reportgen.watch import Watch, mount_type, run
+
+# How long a test waits for a build that a change should cause: a bound on a hang, not a speed target.
+PATIENCE = 120.0
+
+
+def test_an_address_is_a_port_on_loopback_unless_a_host_is_given():
+    assert parse_address("8000") == ("127.0.0.1", 8000)
+    assert parse_address(":8000") == ("127.0.0.1", 8000)
+    assert parse_address("0.0.0.0:8080") == ("0.0.0.0", 8080)
+    assert parse_address("[::1]:9000") == ("::1", 9000)
+    for bad in ("", "http", "localhost:", "1:99999"):
+        with pytest.raises(ReportgenError, match="give a port"):
+            parse_address(bad)
+
+
+MOUNTS = """\
+/dev/sda1 / ext4 rw,relatime 0 0
+server:/export /mnt/shared nfs4 rw,relatime 0 0
+/dev/sdb1 /mnt/shared/local ext4 rw 0 0
+host:/home/me /home/me/remote\\040logs fuse.sshfs rw 0 0
+"""
+
+
+def test_the_mount_that_holds_a_folder_is_the_longest_mount_point_above_it():
+    assert mount_type(Path("/mnt/shared/campaign/logs"), MOUNTS) == "nfs4"
+    assert mount_type(Path("/mnt/shared/local/logs"), MOUNTS) == "ext4"  # counter-example: a local disk mounted inside
+    assert mount_type(Path("/mnt/sharedx/logs"), MOUNTS) == "ext4"  # a name that only starts like the mount point
+    assert mount_type(Path("/home/me/remote logs/run-1"), MOUNTS) == "fuse.sshfs"
+
+
+def test_the_refresh_script_goes_before_the_last_end_of_body():
+    page = b"<html><body><pre>&lt;/body&gt;</pre><p>x</p></BODY ></html>"
+    served = with_refresh(page)
+    assert served == page.replace(b"</BODY >", REFRESH.encode() + b"</BODY >")
+    assert with_refresh(b"<p>no body end") == b"<p>no body end" + REFRESH.encode()
+
+
+def copied_logs(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    return logs
+
+
+class Watching:
+    """`run` on a thread of its own, what it says kept, stopped at the end of the test."""
+
+    def __init__(self, watch: Watch, serve: tuple[str, int] | None = None):
+        self.said: list[str] = []
+        self.stop = threading.Event()
+        self.builds = Builds()
+        self.thread = threading.Thread(target=run, args=(watch, self.said.append, self.stop, serve, self.builds), daemon=True)
+        self.thread.start()
+
+    def until(self, what, done) -> None:
+        deadline = time.monotonic() + PATIENCE
+        while not done():
+            assert self.thread.is_alive(), f"the watcher stopped while waiting for {what}: {self.said}"
+            assert time.monotonic() < deadline, f"no {what} after {PATIENCE:.0f} s: {self.said}"
+            time.sleep(0.05)
+
+    def version(self, at_least: int) -> None:
+        self.until(f"build {at_least}", lambda: self.builds.state()["version"] >= at_least)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(PATIENCE)
+        assert not self.thread.is_alive()
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["events", "polling"])
+def test_a_line_appended_to_a_log_builds_the_site_again(tmp_path, poll):
+    logs = copied_logs(tmp_path)
+    site = tmp_path / "site"
+    watching = Watching(Watch(logs, logs / "plan.yaml", site, interval=0.2, poll=poll))
+    try:
+        watching.version(1)
+        first = json.loads((site / "report.json").read_text(encoding="utf-8"))
+        log = logs / "runs" / "control-1" / "events.jsonl"
+        with log.open("a", encoding="utf-8") as out:
+            out.write('{"ts":"2026-11-02T20:15:10.000+09:00","type":"metric","run":"control-1","step":11,"metrics":{"loss":1.5}}\n')
+        watching.version(2)
+        again = json.loads((site / "report.json").read_text(encoding="utf-8"))
+        lines = {item["path"]: item["lines"] for item in again["inputs"]}
+        assert lines["runs/control-1/events.jsonl"] == {i["path"]: i["lines"] for i in first["inputs"]}["runs/control-1/events.jsonl"] + 1
+        assert any("changed: runs/control-1/events.jsonl: built" in line for line in watching.said), watching.said
+    finally:
+        watching.close()
+
+
+def test_a_build_that_fails_keeps_the_last_good_site_and_says_why(tmp_path):
+    logs = copied_logs(tmp_path)
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(logs / "plan.yaml", plan)
+    site = tmp_path / "site"
+    watching = Watching(Watch(logs, plan, site, interval=0.2))
+    try:
+        watching.version(1)
+        good = (site / "index.html").read_bytes()
+        text = plan.read_text(encoding="utf-8")
+        plan.write_text(text + "variants: [\n", encoding="utf-8")
+        watching.until("the failure", lambda: watching.builds.state()["failure"] is not None)
+        assert (site / "index.html").read_bytes() == good
+        assert watching.builds.state() == {"version": 1, "failure": f"{plan}: 1 error in the plan"}
+        assert any("the build failed (the last good site stays)" in line and "YAML syntax error" in line
+                   for line in watching.said), watching.said
+        plan.write_text(text, encoding="utf-8")  # mended: built again
+        watching.version(2)
+        assert watching.builds.state()["failure"] is None
+    finally:
+        watching.close()
+
+
+def test_a_site_folder_inside_logs_is_refused_before_anything_is_watched(tmp_path):
+    logs = copied_logs(tmp_path)
+    with pytest.raises(ReportgenError, match="inside LOGS"):
+        run(Watch(logs, logs / "plan.yaml", logs / "site"), print)
+    assert not (logs / "site").exists()
+
+
+def get(url: str) -> tuple[int, dict, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_the_served_site_is_the_built_one_with_the_refresh_script_added_to_pages(tmp_path):
+    logs = copied_logs(tmp_path)
+    site = tmp_path / "site"
+    builds = Builds()
+    server = start_server(site, ("127.0.0.1", 0), builds)  # before the first build, as `watch --serve` starts
+    try:
+        host, port = server.server_address[:2]
+        assert host == "127.0.0.1"
+        status, _headers, body = get(f"http://{host}:{port}/")
+        assert status == 503 and b"No site yet" in body and REFRESH.encode() in body
+        watching_stop = threading.Event()
+        thread = threading.Thread(target=run, args=(Watch(logs, logs / "plan.yaml", site, interval=0.2), print,
+                                                    watching_stop, None, builds), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + PATIENCE
+        while builds.state()["version"] < 1:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        status, headers, body = get(f"http://{host}:{port}/")
+        assert status == 200 and headers["Cache-Control"] == "no-store"
+        assert body == with_refresh((site / "index.html").read_bytes())
+        assert REFRESH.encode() not in (site / "index.html").read_bytes()  # the file on disk is the build's
+        status, _headers, body = get(f"http://{host}:{port}/assets/site.js")
+        assert status == 200 and body == (site / "assets" / "site.js").read_bytes()  # not a page: as it is
+        status, _headers, body = get(f"http://{host}:{port}/runs/control-1.html")
+        assert status == 200 and body.endswith(REFRESH.encode() + b"</body>\n</html>\n")
+        assert json.loads(get(f"http://{host}:{port}{VERSION_PATH}")[2]) == {"version": 1, "failure": None}
+        watching_stop.set()
+        thread.join(PATIENCE)
+    finally:
+        server.shutdown()
+        server.server_close()
