@@ -36,8 +36,10 @@ def build_time() -> datetime | None:
     return datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else None
 
 
-def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1) -> Built:
-    """Everything but the writing: shared by `build` and `note`."""
+def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1,
+            now: datetime | None = None) -> Built:
+    """Everything but the writing: shared by `build` and `note`. The lot clock's now is `now` (`watch`: the
+    wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs."""
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path)
     check_logs(logs)
@@ -51,19 +53,21 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
     if progress:
         progress("checking", "deliverables", 1, 1)
     with during("analysing the campaign"):
+        epoch = build_time()
+        told = (now, "the wall clock") if now is not None else (epoch, "SOURCE_DATE_EPOCH") if epoch is not None else None
         analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress,
-                           map_runs=partial(ordered_map, jobs=jobs))
+                           map_runs=partial(ordered_map, jobs=jobs), now=told)
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
-          progress: Progress | None = None, single_file: bool = False, jobs: int = 1) -> Built:
+          progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
     processes; on any failure the previous site stays as it was."""
     check_output(out, logs, plan_path)
-    built = prepare(logs, plan_path, progress, jobs)
+    built = prepare(logs, plan_path, progress, jobs, now)
     source = PlanSource(
         name=built.plan.path.name,
         text=built.plan.text,

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import watchfiles
@@ -113,7 +113,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     clock = datetime.now().strftime("%H:%M:%S")
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs)
+                      jobs=watch.jobs, now=datetime.now(UTC))
     except ReportgenError as exc:
         builds.failed(exc.format_message().splitlines()[-1])
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"

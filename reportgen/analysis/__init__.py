@@ -12,6 +12,7 @@ from reportgen.analysis.checkpoints import (
     checkpoints_report,
     run_checkpoints,
 )
+from reportgen.analysis.clock import Clock, lot_clock, newest_time
 from reportgen.analysis.decisions import PointStatus, decision_points
 from reportgen.analysis.deliverables import (
     OUTPUT_KIND,
@@ -87,6 +88,7 @@ class Analysis:
     decision_points: list[PointStatus]
     options: list[PlanOption]
     next: NextCampaign  # the next campaign's estimates, made from all of the above
+    clock: Clock | None  # the lot clock at the build's now; None when the logs hold no time
     plan_findings: list[Finding]  # what `reportgen check` says of the plan reconciled against
     problems: list[Problem]
     warnings: list[CampaignWarning]  # every doubt above in one list, with a code each
@@ -161,11 +163,12 @@ ANALYSIS_PARTS = ("variants", "run ends", "stop rules", "runs", "checkpoints", "
 
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,
             frozen_at: datetime | None = None, progress: Callable[[str, str, int, int], None] | None = None,
-            map_runs: Mapper = one_by_one) -> Analysis:
+            map_runs: Mapper = one_by_one, now: tuple[datetime, str] | None = None) -> Analysis:
     """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand;
     `frozen_at` is when the plan was frozen, if it was; `progress` hears of each of ANALYSIS_PARTS as it begins;
     `map_runs` does the work that is the same for every run (each run's paces), one by one unless a build
-    shares it among workers."""
+    shares it among workers; `now` is the lot clock's now and what it is (the wall clock, SOURCE_DATE_EPOCH),
+    else the newest time in the logs."""
     def part(name: str) -> None:
         if progress:
             progress("analysing", name, ANALYSIS_PARTS.index(name) + 1, len(ANALYSIS_PARTS))
@@ -228,6 +231,9 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     spent = costs(plan, deliverables)
     part("next campaign")
     upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs)
+    newest = newest_time(campaign)
+    when, basis = now or (newest, "the newest time in the logs")
+    clock = lot_clock(plan, campaign, schedule, statuses, upcoming.paces, when, basis) if when is not None else None
     return Analysis(
         plan=plan,
         campaign=campaign,
@@ -243,6 +249,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         decision_points=decision_points(plan, campaign, schedule),
         options=plan_options(plan, schedule),
         next=upcoming,
+        clock=clock,
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants,

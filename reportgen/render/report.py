@@ -24,6 +24,7 @@ from reportgen.analysis.checkpoints import (
     CheckpointsReport,
     Location,
 )
+from reportgen.analysis.clock import Clock
 from reportgen.analysis.deliverables import Costs, DeliverableResult
 from reportgen.analysis.estimates import Measurement
 from reportgen.analysis.options import LotFit
@@ -252,6 +253,27 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             }
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
+        "clock": _clock_json(analysis.clock, tz),
+    }
+
+
+def _clock_json(clock: Clock | None, tz: tzinfo) -> dict | None:
+    """The lot clock at the build's now (docs/report-json.md): `running` while the lot is open and a step is
+    still to do; otherwise the report is the closing summary."""
+    if clock is None:
+        return None
+    return {
+        "now": iso(clock.now, tz),
+        "now_basis": clock.now_basis,
+        "window_end": iso(clock.window_end, tz),
+        "open": clock.open,
+        "running": clock.open and clock.projected_end is not None,
+        "hours_left": hours(clock.hours_left),
+        "projected_end": iso(clock.projected_end, tz),
+        "overrun_hours": hours(clock.overrun_hours),
+        "steps": [{"id": s.id, "state": s.state, "end": iso(s.end, tz), "basis": s.basis, "evidence": evidence(s.evidence)}
+                  for s in clock.steps],
+        "options": [{"kind": o.kind, "label": o.label, "fits": o.fits, "note": o.note} for o in clock.options],
     }
 
 

@@ -1,0 +1,219 @@
+"""The lot clock (R6, R8 during the lot): at the build's "now", the time left in the rented window and,
+for every step not yet done, when it will end: a running training run from the steps it has left at its
+measured pace, any other step from the plan's hours; the steps still to come placed after their
+dependencies and one at a time on each GPU, as the plan's timeline places them (R5). When the last
+projected end passes the window's end, the overrun and what R8 offers: a longer lot of the catalogue,
+or a reduced protocol that leaves out the useful and exploratory steps still to come.
+
+"Now" is the wall clock for `reportgen watch`; a build takes SOURCE_DATE_EPOCH or else the newest time
+in the logs, so that two builds of the same logs are the same. Pure: nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from reportgen.analysis.runs import total_steps
+from reportgen.analysis.schedule import ScheduleReport, hours_between, runs_matching
+from reportgen.analysis.status import RunStatus
+from reportgen.analysis.variance import TrainingPace
+from reportgen.model import Campaign, Evidence, Run, Status
+from reportgen.numbers import figure, listed
+from reportgen.plan.schema import Plan
+
+DONE, RUNNING, PENDING, DROPPED = "done", "running", "pending", "dropped"
+OPTIONAL_CATEGORIES = ("useful", "exploratory")
+
+
+@dataclass(frozen=True)
+class StepForecast:
+    """One step at the build's now: done (its end as logged), running or pending (its end as projected)."""
+
+    id: str
+    state: str
+    end: datetime | None
+    basis: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LotOption:
+    """What R8 offers when the projection passes the lot's end."""
+
+    kind: str  # "catalogue" (a longer lot) or "reduced" (leave out the optional steps still to come)
+    label: str
+    fits: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class Clock:
+    now: datetime
+    now_basis: str
+    window_start: datetime
+    window_end: datetime
+    steps: list[StepForecast]
+    options: list[LotOption]
+
+    @property
+    def open(self) -> bool:
+        """The lot is open at now: the clock runs; otherwise the report is the closing summary."""
+        return self.window_start <= self.now < self.window_end
+
+    @property
+    def hours_left(self) -> float:
+        return max(0.0, hours_between(self.now, self.window_end))
+
+    @property
+    def projected_end(self) -> datetime | None:
+        """When the last step still to do ends as projected; None when every step is done or dropped."""
+        ends = [s.end for s in self.steps if s.state in (RUNNING, PENDING) and s.end is not None]
+        return max(ends) if ends else None
+
+    @property
+    def overrun_hours(self) -> float:
+        end = self.projected_end
+        return 0.0 if end is None else max(0.0, hours_between(self.window_end, end))
+
+
+def newest_time(campaign: Campaign) -> datetime | None:
+    """The latest time the logs hold: a run's end or last record, a step's start or end."""
+    times = [t for run in campaign.runs.values() for t in (run.ended_at, run.last_seen_at, run.started_at) if t is not None]
+    times += [mark.at for mark in campaign.step_marks]
+    return max(times) if times else None
+
+
+def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses: dict[str, RunStatus],
+              paces: dict[str, TrainingPace | None], now: datetime, now_basis: str) -> Clock:
+    """Every step's forecast at `now`, in plan order, and the R8 options when the projection passes the end."""
+    now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
+    gpus = set(plan.gpu_names())
+    ends: dict[str, datetime] = {}
+    free_at: dict[str, datetime] = {}
+    forecasts: dict[str, StepForecast] = {}
+    pending = []
+    for item in schedule.steps:
+        step, actual = item.step, item.actual
+        if actual.start is None:
+            state = DROPPED if actual.basis.startswith("not run: variant") else PENDING
+            if state == DROPPED:
+                forecasts[step.id] = StepForecast(step.id, DROPPED, None, actual.basis)
+            else:
+                pending.append(item)
+            continue
+        if actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
+            forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence)
+            ends[step.id] = actual.end
+            continue
+        forecast = _running(step.id, step.hours, step.runs, actual.start, campaign, statuses, paces, now)
+        forecasts[step.id] = forecast
+        ends[step.id] = forecast.end or now
+        if step.resource in gpus:
+            free_at[step.resource] = max(free_at.get(step.resource, now), ends[step.id])
+    placed = _place(pending, ends, free_at, gpus, now, skipped=_dropped(forecasts))
+    forecasts.update({f.id: f for f in placed})
+    steps = [forecasts[item.step.id] for item in schedule.steps if item.step.id in forecasts]
+    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [])
+    optional = [i for i in pending if i.step.category in OPTIONAL_CATEGORIES]
+    without = _place([i for i in pending if i not in optional], ends, free_at, gpus, now,
+                     skipped={i.step.id for i in optional} | _dropped(forecasts)) if optional else []
+    return Clock(now, now_basis, schedule.window.start, schedule.window.end, steps,
+                 _options(plan, clock, [i.step.id for i in optional], without))
+
+
+def _place(pending: list, ends: dict[str, datetime], free_at: dict[str, datetime], gpus: set[str], now: datetime,
+           skipped: set[str] | None = None) -> list[StepForecast]:
+    """The steps still to come from `now`, in plan order among those whose dependencies have an end (the rule
+    of planned_timeline), one at a time on each GPU; a dependency `skipped` (dropped, or left out) is no wait."""
+    ends, free_at, pending = dict(ends), dict(free_at), list(pending)
+    skipped = skipped or set()
+    placed = []
+    while pending:
+        ready = next((i for i in pending if all(d in ends or d in skipped for d in i.step.depends_on)), None)
+        if ready is None:  # a cycle: the plan's check reports it
+            break
+        pending.remove(ready)
+        step = ready.step
+        start = max([now, *(ends[d] for d in step.depends_on if d in ends)])
+        if step.resource in gpus:
+            start = max(start, free_at.get(step.resource, now))
+        end = start + timedelta(hours=step.hours)
+        if step.resource in gpus:
+            free_at[step.resource] = end
+        ends[step.id] = end
+        placed.append(StepForecast(step.id, PENDING, end, f"not started: the plan's {figure(step.hours)} h from "
+                                   f"{start:%Y-%m-%d %H:%M}"))
+    return placed
+
+
+def _dropped(forecasts: dict[str, StepForecast]) -> set[str]:
+    return {step_id for step_id, f in forecasts.items() if f.state == DROPPED}
+
+
+def _going(step, campaign: Campaign, statuses: dict[str, RunStatus]) -> bool:
+    """A run of the step logged no end yet: the step goes on, whatever its step events said."""
+    return any(run.ended_at is None and statuses.get(run.id) is not None and statuses[run.id].status == Status.UNKNOWN
+               for run in runs_matching(step.runs, campaign.runs))
+
+
+def _running(step_id: str, hours: float, patterns: list[str], started: datetime, campaign: Campaign,
+             statuses: dict[str, RunStatus], paces: dict[str, TrainingPace | None], now: datetime) -> StepForecast:
+    """A step under way: each run still going ends when its steps left are done at its measured pace; without
+    such a run (or its total or pace), the step ends the plan's hours after it started (now at the earliest)."""
+    going = [run for run in runs_matching(patterns, campaign.runs)
+             if run.ended_at is None and statuses.get(run.id) is not None and statuses[run.id].status == Status.UNKNOWN]
+    ends, said, evidence = [], [], []
+    for run in going:
+        projected = _run_end(run, paces.get(run.id), now)
+        if projected is None:
+            continue
+        end, text, cited = projected
+        ends.append(end)
+        said.append(text)
+        evidence += cited
+    if ends:
+        return StepForecast(step_id, RUNNING, max(ends), "; ".join(said), evidence)
+    planned = started + timedelta(hours=hours)
+    late = planned < now
+    basis = (f"under way since {started:%Y-%m-%d %H:%M}, no pace to project from: the plan's {figure(hours)} h"
+             + (", already past: now at the earliest" if late else ""))
+    return StepForecast(step_id, RUNNING, max(planned, now), basis)
+
+
+def _run_end(run: Run, pace: TrainingPace | None, now: datetime) -> tuple[datetime, str, list[Evidence]] | None:
+    total = total_steps(run)
+    if total is None or pace is None or not pace.steps or run.last_step is None:
+        return None
+    steps, source = total
+    per_step = (pace.seconds - pace.long_seconds) / pace.steps
+    left = max(0, steps - run.last_step)
+    end = now + timedelta(seconds=left * per_step)
+    told = source if " in " in source else f"its config's {source}"
+    text = (f"{run.id}: {left:,} steps left of {steps:,} ({told}) at {figure(per_step)} s a step, measured over "
+            f"{pace.steps:,} steps: {figure(left * per_step / 3600)} h")
+    return end, text, pace.evidence
+
+
+def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepForecast]) -> list[LotOption]:
+    """R8, when the projection passes the lot's end: a lot of the catalogue long enough for the projected span,
+    and the projection without the useful and exploratory steps still to come (`without`: the others placed again)."""
+    end = clock.projected_end
+    if end is None or clock.overrun_hours <= 0:
+        return []
+    span = hours_between(clock.window_start, end)
+    lot = plan.order.lots[0]
+    options = [LotOption("catalogue", entry.label, entry.days * 24.0 >= span,
+                         f"{entry.days} days: a {entry.days * 24:g} h window for the {figure(span)} h projected")
+               for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
+                                   key=lambda c: (c.price, c.days))]
+    if optional:
+        rest = [s.end for s in clock.steps if s.state == RUNNING and s.end is not None] + [f.end for f in without if f.end]
+        last = max(rest) if rest else clock.now
+        fits = last <= clock.window_end
+        categories = {s.id: s.category for s in plan.schedule.steps}
+        options.append(LotOption("reduced", "reduced protocol", fits,
+                                 f"leave out {listed(optional)} ({', '.join(sorted({categories[s] for s in optional}))}), "
+                                 f"not started: the rest ends {last:%Y-%m-%d %H:%M}"
+                                 + ("" if fits else f", still {figure(hours_between(clock.window_end, last))} h past the end")))
+    return options

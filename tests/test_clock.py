@@ -1,0 +1,116 @@
+"""The lot clock: at the build's now, the time left in the lot and, for every step still to do, its
+projected end (a running training run from its steps left at its measured pace, any other step from the
+plan's hours), the overrun past the lot's end and the R8 options; gone when the lot is over or the work done."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+from reportgen.build import prepare
+from reportgen.cli import cli
+
+CUT = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # during train-r16: lora-r16-2 resumed, at step 1,330
+
+
+def live_logs(tmp_path: Path, cut: datetime = CUT) -> Path:
+    """The sample's logs as they stood at `cut`: every event logged later left out (a campaign under way)."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    for log in logs.rglob("*.jsonl"):
+        kept = [line for line in log.read_text(encoding="utf-8").splitlines() if (at := _time(line)) is None or at <= cut]
+        log.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    return logs
+
+
+def _time(line: str) -> datetime | None:
+    """An event's time; None for a line that is not an event with one (the sample's damaged lines stay)."""
+    try:
+        return datetime.fromisoformat(json.loads(line)["ts"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def clock_of(logs: Path, now: datetime | None = None):
+    return prepare(logs, logs / "plan.yaml", now=now).report["clock"]
+
+
+def test_a_finished_campaign_has_no_running_clock_and_no_page_shows_one(tmp_path):
+    """Counter-example: the sample's every step is done (one dropped): the report is the closing summary."""
+    clock = clock_of(SAMPLE_LOGS)
+    assert clock["open"] and not clock["running"] and clock["projected_end"] is None
+    assert {s["state"] for s in clock["steps"]} == {"done", "dropped"}
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(site), "-q"]).exit_code == 0
+    assert not [p for p in site.rglob("*.html") if 'class="clock' in p.read_text(encoding="utf-8")]
+
+
+def test_a_running_training_step_ends_when_its_steps_left_are_done_at_its_measured_pace(tmp_path):
+    clock = clock_of(live_logs(tmp_path))
+    assert clock["now"] == "2026-11-03T09:59:08+09:00" and clock["now_basis"] == "the newest time in the logs"
+    assert clock["running"] and clock["hours_left"] == pytest.approx(47.0142, abs=1e-3)
+    steps = {s["id"]: s for s in clock["steps"]}
+    assert [s["state"] for s in clock["steps"]] == ["done"] * 6 + ["running"] + ["pending"] * 4 + ["dropped"]
+    train = steps["train-r16"]
+    assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000 (its config's steps) at 13.1 s a step")
+    assert train["evidence"]  # the pace's first and last rows
+    now = datetime.fromisoformat(clock["now"])
+    left = datetime.fromisoformat(train["end"]) - now
+    assert left.total_seconds() == pytest.approx(1670 * float(train["basis"].split(" at ")[1].split(" s")[0]), rel=0.01)
+    # The steps to come: train-r64 on gpu0 after train-r16, the others after their dependencies, the plan's hours each.
+    assert datetime.fromisoformat(steps["train-r64"]["end"]) - datetime.fromisoformat(train["end"]) == timedelta(hours=9)
+    assert steps["train-r64"]["basis"].startswith("not started: the plan's 9 h from")
+    assert clock["projected_end"] == steps["error-analysis"]["end"] and clock["overrun_hours"] == 0
+    assert clock["options"] == []  # within the lot: nothing to offer
+
+
+def test_the_clock_is_on_every_page_while_the_lot_is_open_and_the_schedule_shows_the_projection(tmp_path):
+    logs = live_logs(tmp_path)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(site), "-q"]).exit_code == 0
+    pages = list(site.rglob("*.html"))
+    assert all('class="clock" role="status">Lot open: <strong>47.0 h left</strong>' in p.read_text(encoding="utf-8")
+               for p in pages if p.name != "report.html")
+    schedule = (site / "schedule.html").read_text(encoding="utf-8")
+    assert '<h2 id="clock">The lot clock</h2>' in schedule and "lora-r16-2: 1,670 steps left" in schedule
+
+
+def test_work_projected_past_the_lots_end_says_by_how_much_and_what_r8_offers(tmp_path):
+    """Looked at 40 h later with no more logged (a stalled campaign): the work left ends past the lot's end;
+    the 7-day lot holds it, and leaving out the useful step still to come (train-r64) is offered."""
+    logs = live_logs(tmp_path)
+    late = datetime.fromisoformat("2026-11-05T02:00:00+09:00")
+    clock = clock_of(logs, now=late)
+    assert clock["now_basis"] == "the wall clock" and clock["hours_left"] == 7.0
+    assert clock["overrun_hours"] > 0
+    options = {o["label"]: o for o in clock["options"]}
+    assert not options["RTX 4090, 3 days"]["fits"] and options["RTX 4090, 7 days"]["fits"]
+    reduced = options["reduced protocol"]
+    assert reduced["note"].startswith("leave out train-r64 (useful), not started: the rest ends")
+    end_without = datetime.fromisoformat(reduced["note"].split("the rest ends ")[1][:16] + "+09:00")
+    shorter = datetime.fromisoformat(clock["projected_end"]) - timedelta(hours=9)  # without train-r64's 9 h
+    assert end_without == shorter.replace(second=0, microsecond=0)  # the note gives the minute
+
+
+def test_a_lot_that_is_over_has_no_running_clock(tmp_path):
+    """Counter-example: after the lot's end nothing is projected against it, whatever is left."""
+    clock = clock_of(live_logs(tmp_path), now=datetime.fromisoformat("2026-11-05T09:00:00+09:00"))
+    assert not clock["open"] and not clock["running"] and clock["hours_left"] == 0
+
+
+def test_a_running_step_with_no_pace_to_project_from_takes_the_plans_hours(tmp_path):
+    """Counter-example to the pace projection: cut before lora-r16-2 logged two timed steps, the step's end
+    comes from the plan's 9 h after it started, and says so."""
+    clock = clock_of(live_logs(tmp_path, datetime.fromisoformat("2026-11-02T20:00:00+09:00")))
+    steps = {s["id"]: s for s in clock["steps"]}
+    running = [s for s in clock["steps"] if s["state"] == "running"]
+    assert running, clock["steps"]
+    for step in running:
+        assert "steps left" in step["basis"] or "no pace to project from: the plan's" in step["basis"]
+    assert steps["train-r16"]["state"] == "pending" and steps["train-r16"]["basis"].startswith("not started")
