@@ -43,6 +43,7 @@ class Builds:
         self._lock = threading.Lock()
         self.version = 0
         self.failure: str | None = None
+        self.alerted: set[str] = set()  # the keys of the alerts said on the terminal (the watcher's alone)
 
     def built(self) -> None:
         with self._lock:

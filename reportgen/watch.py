@@ -69,6 +69,7 @@ class Watch:
     templates: Path | None = None
     single_file: bool = False
     jobs: int = 1
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
 
 
 def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.Event) -> Iterator[set[str]]:
@@ -113,7 +114,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     clock = datetime.now().strftime("%H:%M:%S")
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=datetime.now(UTC))
+                      jobs=watch.jobs, now=watch.clock())
     except ReportgenError as exc:
         builds.failed(exc.format_message().splitlines()[-1])
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
@@ -125,6 +126,11 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     say(f"{clock} {why}: built {watch.out}/index.html in {time.monotonic() - started:.1f} s: "
         f"verdict {report['campaign']['verdict']}, {len(report['runs'])} runs"
         + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
+    for alert in report["alerts"]:
+        if alert["key"] not in builds.alerted:  # each alert once, however many builds still find it
+            builds.alerted.add(alert["key"])
+            cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
+            say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
 
 
 def _what_changed(changed: set[str], watch: Watch) -> str:

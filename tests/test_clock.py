@@ -114,3 +114,31 @@ def test_a_running_step_with_no_pace_to_project_from_takes_the_plans_hours(tmp_p
     for step in running:
         assert "steps left" in step["basis"] or "no pace to project from: the plan's" in step["basis"]
     assert steps["train-r16"]["state"] == "pending" and steps["train-r16"]["basis"].startswith("not started")
+
+
+def test_alerts_while_the_clock_runs_say_what_needs_a_look_and_keep_their_keys(tmp_path):
+    """Looked at ten minutes before the lot's end with nothing logged since the cut: the stops fired so far,
+    the work projected past the end, and lora-r16-2 silent far longer than it usually logs (hung?)."""
+    logs = live_logs(tmp_path)
+    report = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-05T08:50:00+09:00")).report
+    by_code: dict[str, list[dict]] = {}
+    for alert in report["alerts"]:
+        by_code.setdefault(alert["code"], []).append(alert)
+    assert [a["key"] for a in by_code["stop"]] == [f"stop:{s['id']}" for s in report["stops"]]
+    [overrun] = by_code["overrun"]
+    assert overrun["message"].startswith("the work left is projected to end 2026-11-06") and "h past the lot's end" in overrun["message"]
+    [silent] = by_code["silent"]
+    assert silent["message"].startswith("lora-r16-2 has logged nothing for 46.8 h (it usually logs every 131 s)")
+    assert silent["evidence"] == [{"path": "runs/lora-r16-2/events.jsonl", "line": 15}]  # its last timed row
+    again = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-05T08:55:00+09:00")).report
+    assert [a["key"] for a in again["alerts"]] == [a["key"] for a in report["alerts"]]  # the same alerts: watch says them once
+
+
+def test_no_alert_when_the_run_logs_as_usual_or_the_lot_is_over(tmp_path):
+    """Counter-examples: at the newest log time nothing is silent and nothing overruns; after the lot's end
+    the report is the closing summary, with no alert."""
+    logs = live_logs(tmp_path)
+    now = prepare(logs, logs / "plan.yaml").report
+    assert {a["code"] for a in now["alerts"]} == {"stop"}
+    over = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-05T09:00:00+09:00")).report
+    assert over["alerts"] == []

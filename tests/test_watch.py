@@ -183,3 +183,26 @@ def test_the_served_site_is_the_built_one_with_the_refresh_script_added_to_pages
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_each_alert_is_said_once_however_many_builds_still_find_it(tmp_path):
+    """The lot open at the watcher's clock (ten minutes before its end), nothing logged for hours: the first
+    build says the alerts; a line appended elsewhere builds again and says none of them twice."""
+    from datetime import datetime
+
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path)
+    late = datetime.fromisoformat("2026-11-05T08:50:00+09:00")
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.2, clock=lambda: late))
+    try:
+        watching.version(1)
+        first = [line for line in watching.said if line.startswith("alert: ")]
+        assert any(line.startswith("alert: lora-r16-2 has logged nothing for") for line in first), watching.said
+        assert any(line.startswith("alert: the work left is projected to end") for line in first)
+        with (logs / "runs" / "control-1" / "events.jsonl").open("a", encoding="utf-8") as out:
+            out.write('{"ts":"2026-11-02T20:15:10.000+09:00","type":"metric","run":"control-1","step":11,"metrics":{"loss":1.5}}\n')
+        watching.version(2)
+        assert [line for line in watching.said if line.startswith("alert: ")] == first
+    finally:
+        watching.close()

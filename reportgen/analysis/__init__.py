@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
+from reportgen.analysis.alerts import Alert, alerts
 from reportgen.analysis.checkpoints import (
     CheckpointsReport,
     checkpoints_report,
@@ -89,6 +90,7 @@ class Analysis:
     options: list[PlanOption]
     next: NextCampaign  # the next campaign's estimates, made from all of the above
     clock: Clock | None  # the lot clock at the build's now; None when the logs hold no time
+    alerts: list[Alert]  # what needs a look now, while the clock runs
     plan_findings: list[Finding]  # what `reportgen check` says of the plan reconciled against
     problems: list[Problem]
     warnings: list[CampaignWarning]  # every doubt above in one list, with a code each
@@ -250,6 +252,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         options=plan_options(plan, schedule),
         next=upcoming,
         clock=clock,
+        alerts=alerts(clock, campaign, statuses, ledger, checkpoints, deliverables),
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants,

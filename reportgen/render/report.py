@@ -254,6 +254,8 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
         "clock": _clock_json(analysis.clock, tz),
+        "alerts": [{"code": a.code, "key": a.key, "message": a.message, "evidence": evidence(a.evidence)}
+                   for a in analysis.alerts],
     }
 
 

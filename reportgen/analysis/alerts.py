@@ -1,0 +1,107 @@
+"""What needs a look now, while the lot is open (the lot clock running): a stop rule fired (R10), the work
+left projected past the lot's end (R8), a checkpoint or deliverable still on the rented machine with less
+than twice its transfer time left (R12), a run silent for much longer than it usually logs (a hung job).
+Each alert has a key that stays the same from build to build, so that `reportgen watch` says it once.
+Pure: nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from statistics import median
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.checkpoints import LEFT_ON_MACHINE, CheckpointsReport
+from reportgen.analysis.clock import Clock
+from reportgen.analysis.deliverables import DeliverableResult
+from reportgen.analysis.status import RunStatus
+from reportgen.analysis.stops import Ledger
+from reportgen.model import Campaign, Evidence, Status
+from reportgen.numbers import figure
+
+# A run still going that has logged nothing for this many of its usual intervals between rows (and at least
+# SILENT_AT_LEAST) may be hung.
+SILENT_FACTOR = 10
+SILENT_AT_LEAST = timedelta(minutes=5)
+# Transfers still to make are flagged when less than this many times their measured time is left in the lot.
+TRANSFER_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class Alert:
+    code: str  # "stop", "overrun", "not_transferred", "silent"
+    key: str  # the same alert from one build to the next
+    message: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatus], stops: Ledger,
+           checkpoints: CheckpointsReport, deliverables: list[DeliverableResult]) -> list[Alert]:
+    """Every alert at the clock's now; none unless the clock runs (the lot open, work left)."""
+    if clock is None or not clock.open or clock.projected_end is None:
+        return []
+    out = [Alert("stop", f"stop:{stop.id}", f"stop {stop.rule or stop.kind} fired on {stop.run}"
+                 + (f" at step {stop.step:,}" if stop.step is not None else "") + f": {stop.reason}", stop.evidence)
+           for stop in stops.stops]
+    if clock.overrun_hours > 0:
+        out.append(Alert("overrun", "overrun", f"the work left is projected to end {clock.projected_end:%Y-%m-%d %H:%M}, "
+                         f"{figure(clock.overrun_hours)} h past the lot's end ({clock.window_end:%Y-%m-%d %H:%M})"))
+    out += _transfers(clock, campaign, checkpoints, deliverables)
+    out += _silent(clock.now, campaign, statuses)
+    return out
+
+
+def _transfers(clock: Clock, campaign: Campaign, checkpoints: CheckpointsReport,
+               deliverables: list[DeliverableResult]) -> list[Alert]:
+    timed = [op.seconds for op in campaign.checkpoint_ops if op.op == "transfer" and op.seconds]
+    if not timed:
+        return []  # no transfer was timed: how long one takes is unknown, not zero
+    seconds = median(timed)
+    left = clock.hours_left * 3600
+    if left >= TRANSFER_MARGIN * seconds:
+        return []
+    why = (f"{_spoken(left)} left in the lot, less than {TRANSFER_MARGIN:g} x the median transfer "
+           f"({figure(seconds)} s over {len(timed)})")
+    out = [Alert("not_transferred", f"transfer:{item.checkpoint.path}",
+                 f"checkpoint {item.checkpoint.path} of {item.checkpoint.run} is still on the rented machine: {why}",
+                 item.location.evidence)
+           for item in checkpoints.left_on_machine]
+    out += [Alert("not_transferred", f"transfer:{result.id}", f"deliverable {result.id} is still on the rented machine: {why}",
+                  result.location.evidence)
+            for result in deliverables if result.location is not None and result.location.status in LEFT_ON_MACHINE]
+    return out
+
+
+def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:
+    """Runs still going (no end logged, status unknown) silent for SILENT_FACTOR of their usual intervals."""
+    frames = campaign.frames_by_run()
+    out = []
+    for run in campaign.runs.values():
+        status = statuses.get(run.id)
+        if run.ended_at is not None or run.last_seen_at is None or status is None or status.status != Status.UNKNOWN:
+            continue
+        frame = frames.get(run.id)
+        if frame is None:
+            continue
+        at = np.sort(frame["ts"].dropna().to_numpy(dtype="datetime64[ns]"))
+        gaps = np.diff(at)
+        gaps = gaps[gaps > np.timedelta64(0, "ns")]
+        if not len(gaps):
+            continue
+        usual = pd.Timedelta(np.median(gaps)).to_pytimedelta()
+        quiet = now - run.last_seen_at
+        if quiet > max(SILENT_FACTOR * usual, SILENT_AT_LEAST):
+            last = frame.loc[frame["ts"].idxmax()]  # its last timed row
+            line = None if pd.isna(last["line"]) else int(last["line"])
+            out.append(Alert("silent", f"silent:{run.id}:{run.last_seen_at.isoformat()}",
+                             f"{run.id} has logged nothing for {_spoken(quiet.total_seconds())} (it usually logs every "
+                             f"{figure(usual.total_seconds())} s), with no end: is it hung?", [Evidence(str(last["path"]), line)]))
+    return out
+
+
+def _spoken(seconds: float) -> str:
+    """A length of time as it is said: minutes below two hours, hours above."""
+    return f"{figure(seconds / 60)} min" if seconds < 7200 else f"{figure(seconds / 3600)} h"
