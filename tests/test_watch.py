@@ -206,3 +206,35 @@ def test_each_alert_is_said_once_however_many_builds_still_find_it(tmp_path):
         assert [line for line in watching.said if line.startswith("alert: ")] == first
     finally:
         watching.close()
+
+
+def test_replayed_live_the_projection_crosses_the_lots_end_when_the_pace_drops_and_the_alert_fires_once(tmp_path):
+    """The sample's logs as they stood during train-r16, then lora-r16-2's next rows appended one by one with
+    the watcher running, its clock at each row's time: at 13 s a step the work left ends within the lot;
+    when the pace drops to 600 s a step the projection passes the lot's end, and the watcher says so once."""
+    from datetime import datetime, timedelta
+
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    now = [datetime.fromisoformat("2026-11-03T09:59:08.964+09:00")]
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.2, clock=lambda: now[0]))
+    site = tmp_path / "site"
+    try:
+        watching.version(1)
+        assert json.loads((site / "report.json").read_text(encoding="utf-8"))["clock"]["overrun_hours"] == 0
+        overruns = []
+        for n, step in enumerate(range(1340, 1400, 10), start=1):
+            now[0] += timedelta(seconds=6000)  # ten steps in 100 minutes: 600 s a step
+            row = {"ts": now[0].isoformat(timespec="milliseconds"), "type": "metric", "run": "lora-r16-2", "step": step,
+                   "metrics": {"loss": 1.48, "grad_norm": 1.2, "learning_rate": 0.00011, "num_input_tokens_seen": 9576000 + 72000 * n}}
+            with log.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
+            watching.version(1 + n)
+            overruns.append(json.loads((site / "report.json").read_text(encoding="utf-8"))["clock"]["overrun_hours"])
+        assert overruns[0] > 0 and overruns == sorted(overruns), overruns  # past the end, later with each slow row
+        said = [line for line in watching.said if line.startswith("alert: the work left is projected to end")]
+        assert len(said) == 1, watching.said
+    finally:
+        watching.close()
