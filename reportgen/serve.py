@@ -13,6 +13,7 @@ import re
 import socket
 import threading
 from functools import partial
+from html import escape as escape_html
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def parse_address(text: str) -> tuple[str, int]:
     """`PORT`, `HOST:PORT` or `[IPv6]:PORT` -> (host, port); the host is loopback unless given."""
     host, _, port = text.rpartition(":")
     host = host.strip("[]") or DEFAULT_HOST
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
         raise ReportgenError(f"--serve {text}: give a port (8000), or a host and a port (0.0.0.0:8000)")
     return host, int(port)
 
@@ -98,8 +99,8 @@ class _Handler(SimpleHTTPRequestHandler):
             self._send(200, "text/html; charset=utf-8", with_refresh(html))
             return
         if not path.exists() and self.builds.state()["version"] == 0:
-            failure = self.builds.state()["failure"] or "the first build is running"
-            page = f"<!doctype html><title>reportgen watch</title><p>No site yet: {failure}.</p></body>"
+            failure = self.builds.state()["failure"] or "the first build is running."
+            page = f"<!doctype html><title>reportgen watch</title><p>No site yet:</p><pre>{escape_html(failure)}</pre></body>"
             self._send(503, "text/html; charset=utf-8", with_refresh(page.encode()))
             return
         super().do_GET()

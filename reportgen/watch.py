@@ -30,6 +30,9 @@ NETWORK_FILE_SYSTEMS = frozenset({
     "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "fuse.glusterfs", "fuse.juicefs",
 })
 MOUNTS = Path("/proc/self/mounts")
+# After a build the watcher rests as long as the build took, this many seconds at most: at most half of the
+# machine's time goes to rebuilding while logs change without pause.
+MAX_REST = 60.0
 
 
 def mount_type(path: Path, mounts: str) -> str | None:
@@ -73,12 +76,23 @@ class Watch:
 
 
 def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.Event) -> Iterator[set[str]]:
-    """The paths changed under `paths`, a batch at a time once they have settled for `interval`; ends when
-    `stop` is set."""
+    """The paths changed under `paths`, a batch at a time once they have settled for `interval`, and an empty
+    batch every `interval` or so when nothing changed (a moment to look at what events cannot tell); ends
+    when `stop` is set."""
     for batch in watchfiles.watch(*paths, debounce=int(interval * 1000), stop_event=stop, force_polling=poll or None,
                                   poll_delay_ms=int(interval * 1000), rust_timeout=int(max(interval, 0.5) * 1000),
-                                  raise_interrupt=False):
+                                  yield_on_timeout=True, raise_interrupt=False):
         yield {path for _change, path in batch}
+
+
+def signature(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file's content changed without reading it: its inode, size and modification time. An
+    editor that saves by writing a new file and renaming it over the old changes the inode."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None = None,
@@ -100,8 +114,7 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
         poll = True
     try:
         _build(watch, builds, say, "first build")
-        for changed in changes([watch.logs, watch.plan], watch.interval, poll, stop):
-            _build(watch, builds, say, _what_changed(changed, watch))
+        _watch(watch, builds, say, poll, stop)
     finally:
         if server is not None:
             server.shutdown()
@@ -109,17 +122,44 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
     return builds
 
 
-def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> None:
+def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool, stop: threading.Event) -> None:
+    """Build after every batch of changes until `stop`. The plan is also looked at by its signature (a file
+    saved by renaming a new one over it is no longer the file events were asked for); when LOGS disappears,
+    the watch waits for it to come back and starts again there."""
+    plan_seen = signature(watch.plan)
+    while not stop.is_set():
+        if not watch.logs.is_dir():
+            say(f"{watch.logs}: gone; waiting for it to come back (the last good site stays)")
+            while not watch.logs.is_dir():
+                if stop.wait(watch.interval):
+                    return
+            _build(watch, builds, say, f"{watch.logs} is back")
+        inside = watch.plan.resolve().is_relative_to(watch.logs.resolve())
+        for changed in changes([watch.logs] if inside else [watch.logs, watch.plan], watch.interval, poll, stop):
+            if not watch.logs.is_dir():
+                break  # watched no more: wait for it above
+            if (plan_now := signature(watch.plan)) != plan_seen:
+                plan_seen = plan_now
+                changed.add(str(watch.plan.resolve()))
+            if changed:
+                took = _build(watch, builds, say, _what_changed(changed, watch))
+                # The machine runs the training too: what changes meanwhile waits as long as the build took.
+                if stop.wait(min(took, MAX_REST)):
+                    return
+
+
+def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> float:
+    """One build, said on the terminal; the seconds it took."""
     started = time.monotonic()
     clock = datetime.now().strftime("%H:%M:%S")
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
                       jobs=watch.jobs, now=watch.clock())
     except ReportgenError as exc:
-        builds.failed(exc.format_message().splitlines()[-1])
+        builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
         say(f"{clock} {why}: the build failed ({kept}):\n{exc.format_message()}")
-        return
+        return time.monotonic() - started
     builds.built()
     report = built.report
     warnings = len(report["warnings"])
@@ -131,11 +171,12 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
             builds.alerted.add(alert["key"])
             cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
             say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
+    return time.monotonic() - started
 
 
 def _what_changed(changed: set[str], watch: Watch) -> str:
     """The changed paths as a user reads them: relative to LOGS, the first three and a count."""
-    logs = str(watch.logs.resolve())
-    names = sorted(os.path.relpath(path, logs) if path.startswith(logs) else path for path in changed)
+    logs = watch.logs.resolve()
+    names = sorted(os.path.relpath(path, logs) if Path(path).resolve().is_relative_to(logs) else path for path in changed)
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return f"changed: {shown}"

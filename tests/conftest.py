@@ -55,6 +55,9 @@ def _own_cache_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(folder))
+        # A build's now (the lot clock) and time come from SOURCE_DATE_EPOCH when it is set: the tests set it
+        # where they mean to, never from the environment they run in.
+        patch.delenv("SOURCE_DATE_EPOCH", raising=False)
         yield folder
 
 

@@ -20,12 +20,17 @@ CUT = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # during train-r16: l
 
 
 def live_logs(tmp_path: Path, cut: datetime = CUT) -> Path:
-    """The sample's logs as they stood at `cut`: every event logged later left out (a campaign under way)."""
+    """The sample's logs as they stood at `cut`: every event logged later left out, and the folder of a run
+    that had not started (its console log too) and the outputs written at the end not there yet. The console
+    logs of runs that had started are kept whole (they carry no time to cut by)."""
     logs = tmp_path / "logs"
     shutil.copytree(SAMPLE_LOGS, logs)
-    for log in logs.rglob("*.jsonl"):
+    for log in sorted(logs.rglob("*.jsonl")):
         kept = [line for line in log.read_text(encoding="utf-8").splitlines() if (at := _time(line)) is None or at <= cut]
         log.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        if not kept and log.parent.parent.name == "runs":
+            shutil.rmtree(log.parent, ignore_errors=True)
+    shutil.rmtree(logs / "outputs")
     return logs
 
 
@@ -58,11 +63,12 @@ def test_a_running_training_step_ends_when_its_steps_left_are_done_at_its_measur
     steps = {s["id"]: s for s in clock["steps"]}
     assert [s["state"] for s in clock["steps"]] == ["done"] * 6 + ["running"] + ["pending"] * 4 + ["dropped"]
     train = steps["train-r16"]
-    assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000 (its config's steps) at 13.1 s a step")
+    assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000 (its config's steps) at its 13.1 s a step "
+                                     "(steps 1,210 to 1,330, evaluations and checkpoints included)")
     assert train["evidence"]  # the pace's first and last rows
     now = datetime.fromisoformat(clock["now"])
     left = datetime.fromisoformat(train["end"]) - now
-    assert left.total_seconds() == pytest.approx(1670 * float(train["basis"].split(" at ")[1].split(" s")[0]), rel=0.01)
+    assert left.total_seconds() == pytest.approx(1670 * float(train["basis"].split(" at its ")[1].split(" s")[0]), rel=0.01)
     # The steps to come: train-r64 on gpu0 after train-r16, the others after their dependencies, the plan's hours each.
     assert datetime.fromisoformat(steps["train-r64"]["end"]) - datetime.fromisoformat(train["end"]) == timedelta(hours=9)
     assert steps["train-r64"]["basis"].startswith("not started: the plan's 9 h from")
@@ -104,16 +110,35 @@ def test_a_lot_that_is_over_has_no_running_clock(tmp_path):
     assert not clock["open"] and not clock["running"] and clock["hours_left"] == 0
 
 
+def test_a_run_with_too_few_rows_of_its_own_is_projected_at_the_pace_of_the_run_it_resumes(tmp_path):
+    """Cut when lora-r16-2 had logged one timed row: its steps left go at lora-r16-1's wall-clock pace."""
+    clock = clock_of(live_logs(tmp_path, datetime.fromisoformat("2026-11-03T09:33:00+09:00")))
+    train = {s["id"]: s for s in clock["steps"]}["train-r16"]
+    assert train["state"] == "running"
+    assert train["basis"].startswith("lora-r16-2: 1,790 steps left of 3,000 (its config's steps) at lora-r16-1's "), train
+
+
 def test_a_running_step_with_no_pace_to_project_from_takes_the_plans_hours(tmp_path):
-    """Counter-example to the pace projection: cut before lora-r16-2 logged two timed steps, the step's end
-    comes from the plan's 9 h after it started, and says so."""
-    clock = clock_of(live_logs(tmp_path, datetime.fromisoformat("2026-11-02T20:00:00+09:00")))
+    """Counter-example to the pace projection: cut when control-preds had started (its step event) and no run
+    of it had logged, the step ends the plan's 8 h after it started, and says why."""
+    clock = clock_of(live_logs(tmp_path, datetime.fromisoformat("2026-11-02T19:52:00+09:00")))
     steps = {s["id"]: s for s in clock["steps"]}
-    running = [s for s in clock["steps"] if s["state"] == "running"]
-    assert running, clock["steps"]
-    for step in running:
-        assert "steps left" in step["basis"] or "no pace to project from: the plan's" in step["basis"]
+    assert steps["control-preds"]["state"] == "running"
+    assert steps["control-preds"]["basis"] == "under way since 2026-11-02 19:50, no run of it logged yet: the plan's 8 h"
+    assert steps["control-preds"]["end"] == "2026-11-03T03:50:00+09:00"
     assert steps["train-r16"]["state"] == "pending" and steps["train-r16"]["basis"].startswith("not started")
+
+
+def test_source_date_epoch_older_than_the_logs_gives_way_to_the_newest_time_in_them(tmp_path, monkeypatch):
+    """A build's now is SOURCE_DATE_EPOCH, unless the logs went on past it: a clock before its own evidence
+    would project from rows it has not reached."""
+    logs = live_logs(tmp_path)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(datetime.fromisoformat("2026-11-03T12:00:00+09:00").timestamp())))
+    assert clock_of(logs)["now"] == "2026-11-03T12:00:00+09:00" and clock_of(logs)["now_basis"] == "SOURCE_DATE_EPOCH"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(datetime.fromisoformat("2026-11-03T09:00:00+09:00").timestamp())))
+    older = clock_of(logs)
+    assert older["now"] == "2026-11-03T09:59:08+09:00"
+    assert older["now_basis"] == "the newest time in the logs (SOURCE_DATE_EPOCH is older)"
 
 
 def test_alerts_while_the_clock_runs_say_what_needs_a_look_and_keep_their_keys(tmp_path):
@@ -142,3 +167,24 @@ def test_no_alert_when_the_run_logs_as_usual_or_the_lot_is_over(tmp_path):
     assert {a["code"] for a in now["alerts"]} == {"stop"}
     over = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-05T09:00:00+09:00")).report
     assert over["alerts"] == []
+
+
+def test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_with_the_work_done(tmp_path):
+    """lora-r16-2's last transfer not logged: with 80 s left (under twice the 42 s median transfer) its
+    checkpoint-2800 is an alert, though every step is done. Counter-examples: with the transfer logged, or
+    with ten minutes left, none."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(line for line in lines if "checkpoint-2800\",\"seconds\":44.6" not in line), encoding="utf-8")
+    near_end = datetime.fromisoformat("2026-11-05T08:58:40+09:00")
+    report = prepare(logs, logs / "plan.yaml", now=near_end).report
+    assert not report["clock"]["running"]
+    [alert] = [a for a in report["alerts"] if a["code"] == "not_transferred"]
+    assert alert["key"] == "transfer:ckpt/lora-r16-2/checkpoint-2800"
+    assert alert["message"].startswith("checkpoint ckpt/lora-r16-2/checkpoint-2800 of lora-r16-2 is still on the rented "
+                                       "machine: 1.33 min left in the lot, less than 2 x the median transfer")
+    assert not [a for a in prepare(logs, logs / "plan.yaml", now=near_end - timedelta(minutes=10)).report["alerts"]
+                if a["code"] == "not_transferred"]
+    assert not [a for a in prepare(SAMPLE_LOGS, SAMPLE_PLAN, now=near_end).report["alerts"] if a["code"] == "not_transferred"]

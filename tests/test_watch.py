@@ -4,6 +4,7 @@ fails, and the site served on loopback with pages that reload themselves after a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -126,7 +127,9 @@ def test_a_build_that_fails_keeps_the_last_good_site_and_says_why(tmp_path):
         plan.write_text(text + "variants: [\n", encoding="utf-8")
         watching.until("the failure", lambda: watching.builds.state()["failure"] is not None)
         assert (site / "index.html").read_bytes() == good
-        assert watching.builds.state() == {"version": 1, "failure": f"{plan}: 1 error in the plan"}
+        state = watching.builds.state()
+        assert state["version"] == 1 and state["failure"].endswith(f"YAML syntax error: expected the node content, but found "
+                                                                  f"'<stream end>'\n{plan}: 1 error in the plan")
         assert any("the build failed (the last good site stays)" in line and "YAML syntax error" in line
                    for line in watching.said), watching.said
         plan.write_text(text, encoding="utf-8")  # mended: built again
@@ -236,5 +239,61 @@ def test_replayed_live_the_projection_crosses_the_lots_end_when_the_pace_drops_a
         assert overruns[0] > 0 and overruns == sorted(overruns), overruns  # past the end, later with each slow row
         said = [line for line in watching.said if line.startswith("alert: the work left is projected to end")]
         assert len(said) == 1, watching.said
+    finally:
+        watching.close()
+
+
+def test_why_the_first_build_failed_is_served_escaped_and_whole(tmp_path):
+    """The 503 page before any site: the build's whole message, as text (a plan's name is no markup)."""
+    builds = Builds()
+    builds.failed("logs/<img src=x onerror=alert(1)>.yaml:3: YAML syntax error\nlogs/x.yaml: 1 error in the plan")
+    server = start_server(tmp_path / "site", ("127.0.0.1", 0), builds)
+    try:
+        host, port = server.server_address[:2]
+        status, _headers, body = get(f"http://{host}:{port}/")
+        assert status == 503
+        assert b"<pre>logs/&lt;img src=x onerror=alert(1)&gt;.yaml:3: YAML syntax error\nlogs/x.yaml: 1 error in the plan</pre>" in body
+        assert b"<img" not in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_plan_saved_by_renaming_a_new_file_over_it_is_heard_every_time(tmp_path):
+    """Editors save by writing a new file and renaming it over the old: an event watch of the old file hears
+    the first save only. Three saves, three builds."""
+    logs = copied_logs(tmp_path)
+    plan = tmp_path / "plan.yaml"  # outside LOGS
+    shutil.copy(logs / "plan.yaml", plan)
+    watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
+    try:
+        watching.version(1)
+        text = plan.read_text(encoding="utf-8")
+        for n in range(1, 4):
+            saved = tmp_path / f".plan.yaml.save{n}"
+            saved.write_text(text.replace("Does a LoRA adapter", f"Does a LoRA adapter ({n})"), encoding="utf-8")
+            os.replace(saved, plan)
+            watching.version(1 + n)
+            assert f"Does a LoRA adapter ({n})" in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    finally:
+        watching.close()
+
+
+def test_logs_that_disappear_and_come_back_are_watched_again(tmp_path):
+    logs = copied_logs(tmp_path)
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(logs / "plan.yaml", plan)
+    watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
+    try:
+        watching.version(1)
+        shutil.rmtree(logs)
+        watching.until("the wait for LOGS", lambda: any("gone; waiting for it to come back" in line for line in watching.said))
+        shutil.copytree(SAMPLE_LOGS, logs)
+        watching.until("the build of LOGS back", lambda: any(" is back: built " in line for line in watching.said))
+        built = watching.builds.state()["version"]
+        with (logs / "runs" / "control-1" / "events.jsonl").open("a", encoding="utf-8") as out:
+            out.write('{"ts":"2026-11-02T20:15:10.000+09:00","type":"metric","run":"control-1","step":11,"metrics":{"loss":1.5}}\n')
+        watching.version(built + 1)  # heard again
+        assert sum("gone; waiting" in line for line in watching.said) == 1
     finally:
         watching.close()

@@ -235,7 +235,10 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs)
     newest = newest_time(campaign)
     when, basis = now or (newest, "the newest time in the logs")
-    clock = lot_clock(plan, campaign, schedule, statuses, upcoming.paces, when, basis) if when is not None else None
+    if when is not None and newest is not None and basis == "SOURCE_DATE_EPOCH" and when < newest:
+        when, basis = newest, "the newest time in the logs (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
+    dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
+    clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis) if when is not None else None
     return Analysis(
         plan=plan,
         campaign=campaign,

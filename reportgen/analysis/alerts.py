@@ -40,17 +40,20 @@ class Alert:
 
 def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatus], stops: Ledger,
            checkpoints: CheckpointsReport, deliverables: list[DeliverableResult]) -> list[Alert]:
-    """Every alert at the clock's now; none unless the clock runs (the lot open, work left)."""
-    if clock is None or not clock.open or clock.projected_end is None:
+    """Every alert at the clock's now while the lot is open: the stops, the overrun and the silent runs while
+    work is left; what is still on the machine whether or not (it matters most at the end). None once the lot
+    is over."""
+    if clock is None or not clock.open:
         return []
+    working = clock.projected_end is not None  # a step still to do: its stops and its runs matter now
     out = [Alert("stop", f"stop:{stop.id}", f"stop {stop.rule or stop.kind} fired on {stop.run}"
                  + (f" at step {stop.step:,}" if stop.step is not None else "") + f": {stop.reason}", stop.evidence)
-           for stop in stops.stops]
+           for stop in (stops.stops if working else [])]
     if clock.overrun_hours > 0:
         out.append(Alert("overrun", "overrun", f"the work left is projected to end {clock.projected_end:%Y-%m-%d %H:%M}, "
                          f"{figure(clock.overrun_hours)} h past the lot's end ({clock.window_end:%Y-%m-%d %H:%M})"))
     out += _transfers(clock, campaign, checkpoints, deliverables)
-    out += _silent(clock.now, campaign, statuses)
+    out += _silent(clock.now, campaign, statuses) if working else []
     return out
 
 
@@ -87,18 +90,20 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
         if frame is None:
             continue
         at = np.sort(frame["ts"].dropna().to_numpy(dtype="datetime64[ns]"))
+        if not len(at):
+            continue
         gaps = np.diff(at)
         gaps = gaps[gaps > np.timedelta64(0, "ns")]
-        if not len(gaps):
-            continue
-        usual = pd.Timedelta(np.median(gaps)).to_pytimedelta()
+        # A run that logged one row (started, then stuck loading, say) has no usual interval yet: the floor alone.
+        usual = pd.Timedelta(np.median(gaps)).to_pytimedelta() if len(gaps) else None
         quiet = now - run.last_seen_at
-        if quiet > max(SILENT_FACTOR * usual, SILENT_AT_LEAST):
+        if quiet > (SILENT_AT_LEAST if usual is None else max(SILENT_FACTOR * usual, SILENT_AT_LEAST)):
             last = frame.loc[frame["ts"].idxmax()]  # its last timed row
             line = None if pd.isna(last["line"]) else int(last["line"])
             out.append(Alert("silent", f"silent:{run.id}:{run.last_seen_at.isoformat()}",
-                             f"{run.id} has logged nothing for {_spoken(quiet.total_seconds())} (it usually logs every "
-                             f"{figure(usual.total_seconds())} s), with no end: is it hung?", [Evidence(str(last["path"]), line)]))
+                             f"{run.id} has logged nothing for {_spoken(quiet.total_seconds())} ("
+                             + (f"it usually logs every {figure(usual.total_seconds())} s" if usual else "one row so far")
+                             + "), with no end: is it hung?", [Evidence(str(last["path"]), line)]))
     return out
 
 

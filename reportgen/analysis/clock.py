@@ -15,12 +15,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from reportgen.analysis.runs import total_steps
-from reportgen.analysis.schedule import ScheduleReport, hours_between, runs_matching
+from reportgen.analysis.schedule import (
+    ScheduleReport,
+    StepReport,
+    hours_between,
+    runs_matching,
+)
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.variance import TrainingPace
+from reportgen.analysis.variance import WallPace, wall_pace
 from reportgen.model import Campaign, Evidence, Run, Status
 from reportgen.numbers import figure, listed
-from reportgen.plan.schema import Plan
+from reportgen.plan.schema import Plan, ScheduleStep
 
 DONE, RUNNING, PENDING, DROPPED = "done", "running", "pending", "dropped"
 OPTIONAL_CATEGORIES = ("useful", "exploratory")
@@ -63,7 +68,8 @@ class Clock:
 
     @property
     def hours_left(self) -> float:
-        return max(0.0, hours_between(self.now, self.window_end))
+        """What is left of the lot: all of it before it starts, nothing after it ends."""
+        return min(hours_between(self.window_start, self.window_end), max(0.0, hours_between(self.now, self.window_end)))
 
     @property
     def projected_end(self) -> datetime | None:
@@ -85,9 +91,12 @@ def newest_time(campaign: Campaign) -> datetime | None:
 
 
 def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses: dict[str, RunStatus],
-              paces: dict[str, TrainingPace | None], now: datetime, now_basis: str) -> Clock:
-    """Every step's forecast at `now`, in plan order, and the R8 options when the projection passes the end."""
+              dropped: set[str], now: datetime, now_basis: str) -> Clock:
+    """Every step's forecast at `now`, in plan order, and the R8 options when the projection passes the end;
+    `dropped` are the variants dropped at a decision point."""
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
+    frames = campaign.frames_by_run()
+    paces = {run_id: wall_pace(frames.get(run_id)) for run_id in campaign.runs}
     gpus = set(plan.gpu_names())
     ends: dict[str, datetime] = {}
     free_at: dict[str, datetime] = {}
@@ -95,12 +104,12 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     pending = []
     for item in schedule.steps:
         step, actual = item.step, item.actual
+        if step.variant is not None and step.variant in dropped:
+            # Nothing more of a dropped variant runs, begun or not: no end to project.
+            forecasts[step.id] = StepForecast(step.id, DROPPED, actual.end, f"variant {step.variant} was dropped")
+            continue
         if actual.start is None:
-            state = DROPPED if actual.basis.startswith("not run: variant") else PENDING
-            if state == DROPPED:
-                forecasts[step.id] = StepForecast(step.id, DROPPED, None, actual.basis)
-            else:
-                pending.append(item)
+            pending.append(item)
             continue
         if actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
             forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence)
@@ -114,15 +123,15 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     placed = _place(pending, ends, free_at, gpus, now, skipped=_dropped(forecasts))
     forecasts.update({f.id: f for f in placed})
     steps = [forecasts[item.step.id] for item in schedule.steps if item.step.id in forecasts]
-    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [])
     optional = [i for i in pending if i.step.category in OPTIONAL_CATEGORIES]
     without = _place([i for i in pending if i not in optional], ends, free_at, gpus, now,
                      skipped={i.step.id for i in optional} | _dropped(forecasts)) if optional else []
-    return Clock(now, now_basis, schedule.window.start, schedule.window.end, steps,
-                 _options(plan, clock, [i.step.id for i in optional], without))
+    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [])
+    clock.options.extend(_options(plan, clock, [i.step.id for i in optional], without))
+    return clock
 
 
-def _place(pending: list, ends: dict[str, datetime], free_at: dict[str, datetime], gpus: set[str], now: datetime,
+def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[str, datetime], gpus: set[str], now: datetime,
            skipped: set[str] | None = None) -> list[StepForecast]:
     """The steps still to come from `now`, in plan order among those whose dependencies have an end (the rule
     of planned_timeline), one at a time on each GPU; a dependency `skipped` (dropped, or left out) is no wait."""
@@ -151,21 +160,24 @@ def _dropped(forecasts: dict[str, StepForecast]) -> set[str]:
     return {step_id for step_id, f in forecasts.items() if f.state == DROPPED}
 
 
-def _going(step, campaign: Campaign, statuses: dict[str, RunStatus]) -> bool:
+def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus]) -> bool:
     """A run of the step logged no end yet: the step goes on, whatever its step events said."""
     return any(run.ended_at is None and statuses.get(run.id) is not None and statuses[run.id].status == Status.UNKNOWN
                for run in runs_matching(step.runs, campaign.runs))
 
 
 def _running(step_id: str, hours: float, patterns: list[str], started: datetime, campaign: Campaign,
-             statuses: dict[str, RunStatus], paces: dict[str, TrainingPace | None], now: datetime) -> StepForecast:
-    """A step under way: each run still going ends when its steps left are done at its measured pace; without
-    such a run (or its total or pace), the step ends the plan's hours after it started (now at the earliest)."""
-    going = [run for run in runs_matching(patterns, campaign.runs)
-             if run.ended_at is None and statuses.get(run.id) is not None and statuses[run.id].status == Status.UNKNOWN]
+             statuses: dict[str, RunStatus], paces: dict[str, WallPace | None], now: datetime) -> StepForecast:
+    """A step under way: each run still going ends when its steps left are done at its wall-clock pace (its
+    own, else that of another run of the step: the run it resumes, say); without such a run, the step ends the
+    plan's hours after it started, now at the earliest."""
+    runs = runs_matching(patterns, campaign.runs)
+    going = [run for run in runs if run.ended_at is None and statuses.get(run.id) is not None
+             and statuses[run.id].status == Status.UNKNOWN]
+    others = [(run.id, pace) for run in runs if (pace := paces.get(run.id)) is not None and pace.seconds_per_step]
     ends, said, evidence = [], [], []
     for run in going:
-        projected = _run_end(run, paces.get(run.id), now)
+        projected = _run_end(run, paces.get(run.id), others, now)
         if projected is None:
             continue
         end, text, cited = projected
@@ -175,24 +187,38 @@ def _running(step_id: str, hours: float, patterns: list[str], started: datetime,
     if ends:
         return StepForecast(step_id, RUNNING, max(ends), "; ".join(said), evidence)
     planned = started + timedelta(hours=hours)
-    late = planned < now
-    basis = (f"under way since {started:%Y-%m-%d %H:%M}, no pace to project from: the plan's {figure(hours)} h"
-             + (", already past: now at the earliest" if late else ""))
+    if going:
+        why = "no pace to project from"
+    elif any(run.started_at is not None for run in runs):
+        why = "its runs ended but its own end is not logged"
+    else:
+        why = "no run of it logged yet"
+    basis = (f"under way since {started:%Y-%m-%d %H:%M}, {why}: the plan's {figure(hours)} h"
+             + (", already past: now at the earliest" if planned < now else ""))
     return StepForecast(step_id, RUNNING, max(planned, now), basis)
 
 
-def _run_end(run: Run, pace: TrainingPace | None, now: datetime) -> tuple[datetime, str, list[Evidence]] | None:
+def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
+             now: datetime) -> tuple[datetime, str, list[Evidence]] | None:
     total = total_steps(run)
-    if total is None or pace is None or not pace.steps or run.last_step is None:
+    if total is None or run.last_step is None:
+        return None
+    if own is not None and own.seconds_per_step:
+        pace, whose = own, "its"
+    elif others:
+        name, pace = others[0]
+        whose = f"{name}'s (its own rows are too few)"
+    else:
         return None
     steps, source = total
-    per_step = (pace.seconds - pace.long_seconds) / pace.steps
+    per_step = pace.seconds_per_step or 0.0
     left = max(0, steps - run.last_step)
     end = now + timedelta(seconds=left * per_step)
     told = source if " in " in source else f"its config's {source}"
-    text = (f"{run.id}: {left:,} steps left of {steps:,} ({told}) at {figure(per_step)} s a step, measured over "
-            f"{pace.steps:,} steps: {figure(left * per_step / 3600)} h")
-    return end, text, pace.evidence
+    text = (f"{run.id}: {left:,} steps left of {steps:,} ({told}) at {whose} {figure(per_step)} s a step "
+            f"(steps {pace.first.step:,} to {pace.last.step:,}, evaluations and checkpoints included): "
+            f"{figure(left * per_step / 3600)} h")
+    return end, text, [pace.first.evidence, pace.last.evidence]
 
 
 def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepForecast]) -> list[LotOption]:

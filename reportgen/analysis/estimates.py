@@ -401,7 +401,6 @@ class NextCampaign:
     left_out: list[str]  # the steps not proposed again
     advice: list[VariantAdvice]
     lot_advice: LotAdvice
-    paces: dict[str, TrainingPace | None]  # each run's training pace over its whole span, measured once
 
     @property
     def lots(self) -> list[LotFit]:
@@ -794,5 +793,4 @@ def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs
         advice=advice,
         lot_advice=lot_advice(plan, hours, nothing_to_try=not any(
             a.proposed for a in advice if a.variant in {r.variant.id for r in variants if r.variant.role == "variant"})),
-        paces=dict(estimator.paces),
     )

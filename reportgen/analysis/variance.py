@@ -116,7 +116,7 @@ def _clip(start: datetime, end: datetime, lo: datetime, hi: datetime) -> float:
 
 
 @dataclass(frozen=True)
-class _Row:
+class Row:
     """A timed metric row: when, at which step, and where it was logged."""
 
     at: datetime
@@ -125,15 +125,16 @@ class _Row:
 
 
 @dataclass(frozen=True)
-class _Pace:
+class WallPace:
     """A run's first and last timed metric rows and its seconds per step between them."""
 
-    first: _Row
-    last: _Row
+    first: Row
+    last: Row
     seconds_per_step: float | None
 
 
-def _pace(frame: pd.DataFrame | None) -> _Pace | None:
+def wall_pace(frame: pd.DataFrame | None) -> WallPace | None:
+    """A run's wall-clock pace: from its first timed row to its last, evaluations, checkpoints and all."""
     if frame is None or not len(frame):
         return None
     at = frame["ts"].to_numpy(dtype="datetime64[ns]")
@@ -141,14 +142,14 @@ def _pace(frame: pd.DataFrame | None) -> _Pace | None:
     if not len(timed):
         return None
 
-    def where(row: int) -> _Row:  # read cell by cell: a row of a frame of many types is slow to take whole
+    def where(row: int) -> Row:  # read cell by cell: a row of a frame of many types is slow to take whole
         line = frame["line"].iat[row]
-        return _Row(frame["ts"].iat[row].to_pydatetime(), int(frame["step"].iat[row]),
+        return Row(frame["ts"].iat[row].to_pydatetime(), int(frame["step"].iat[row]),
                     Evidence(str(frame["path"].iat[row]), None if pd.isna(line) else int(line)))
 
     a, b = where(timed[np.argmin(at[timed])]), where(timed[np.argmax(at[timed])])  # the first of equal times, as idxmin
     rate = (b.at - a.at).total_seconds() / (b.step - a.step) if b.step > a.step else None
-    return _Pace(a, b, rate)
+    return WallPace(a, b, rate)
 
 
 def run_training(run: Run, frame: pd.DataFrame | None, campaign: Campaign, status: str,
@@ -191,10 +192,10 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
                 if item.actual.hours is not None and item.actual.start is not None and item.actual.end is not None]
     step_runs = {item.step.id: _step_runs(item, campaign) for item in measured}
 
-    def paces(work: tuple[Run, datetime, datetime]) -> tuple[_Pace | None, TrainingPace | None]:
+    def paces(work: tuple[Run, datetime, datetime]) -> tuple[WallPace | None, TrainingPace | None]:
         run, lo, hi = work
         frame = frames.get(run.id)
-        return _pace(frame), run_training(run, frame, campaign, statuses[run.id].status, checkpoints, lo, hi)
+        return wall_pace(frame), run_training(run, frame, campaign, statuses[run.id].status, checkpoints, lo, hi)
 
     work = [(run, item.actual.start, item.actual.end) for item in measured for run, _started in step_runs[item.step.id]]
     measured_paces = dict(zip([(run.id, lo, hi) for run, lo, hi in work], map_runs(paces, work), strict=True))
@@ -236,7 +237,7 @@ def _step_runs(item: StepReport, campaign: Campaign) -> list[tuple[Run, datetime
 
 
 def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, datetime] | None,
-                measured: tuple[_Pace | None, TrainingPace | None], begins: int,
+                measured: tuple[WallPace | None, TrainingPace | None], begins: int,
                 timed: list[Evaluation | CheckpointOp | ReloadTest], status: RunStatus,
                 checkpoints: dict[str, list[RunCheckpoint]]) -> None:
     """One run's share of its step's causes; `following` is the next run in the step and when it started;
