@@ -68,6 +68,14 @@ def copied_logs(tmp_path: Path) -> Path:
     return logs
 
 
+def plan_outside(tmp_path: Path) -> tuple[Path, Path]:
+    """The sample's logs, and its plan beside them (outside LOGS, as many keep it)."""
+    logs = copied_logs(tmp_path)
+    plan = tmp_path / "plan.yaml"
+    shutil.copy(logs / "plan.yaml", plan)
+    return logs, plan
+
+
 class Watching:
     """`run` on a thread of its own, what it says kept, stopped at the end of the test."""
 
@@ -115,9 +123,7 @@ def test_a_line_appended_to_a_log_builds_the_site_again(tmp_path, poll):
 
 
 def test_a_build_that_fails_keeps_the_last_good_site_and_says_why(tmp_path):
-    logs = copied_logs(tmp_path)
-    plan = tmp_path / "plan.yaml"
-    shutil.copy(logs / "plan.yaml", plan)
+    logs, plan = plan_outside(tmp_path)
     site = tmp_path / "site"
     watching = Watching(Watch(logs, plan, site, interval=0.2))
     try:
@@ -262,9 +268,7 @@ def test_why_the_first_build_failed_is_served_escaped_and_whole(tmp_path):
 def test_a_plan_saved_by_renaming_a_new_file_over_it_is_heard_every_time(tmp_path):
     """Editors save by writing a new file and renaming it over the old: an event watch of the old file hears
     the first save only. Three saves, three builds."""
-    logs = copied_logs(tmp_path)
-    plan = tmp_path / "plan.yaml"  # outside LOGS
-    shutil.copy(logs / "plan.yaml", plan)
+    logs, plan = plan_outside(tmp_path)
     watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
     try:
         watching.version(1)
@@ -280,9 +284,7 @@ def test_a_plan_saved_by_renaming_a_new_file_over_it_is_heard_every_time(tmp_pat
 
 
 def test_logs_that_disappear_and_come_back_are_watched_again(tmp_path):
-    logs = copied_logs(tmp_path)
-    plan = tmp_path / "plan.yaml"
-    shutil.copy(logs / "plan.yaml", plan)
+    logs, plan = plan_outside(tmp_path)
     watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
     try:
         watching.version(1)
