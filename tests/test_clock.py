@@ -183,8 +183,21 @@ def test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_wi
     assert not report["clock"]["running"]
     [alert] = [a for a in report["alerts"] if a["code"] == "not_transferred"]
     assert alert["key"] == "transfer:ckpt/lora-r16-2/checkpoint-2800"
-    assert alert["message"].startswith("checkpoint ckpt/lora-r16-2/checkpoint-2800 of lora-r16-2 is still on the rented "
-                                       "machine: 1.33 min left in the lot, less than 2 x the median transfer")
-    assert not [a for a in prepare(logs, logs / "plan.yaml", now=near_end - timedelta(minutes=10)).report["alerts"]
-                if a["code"] == "not_transferred"]
-    assert not [a for a in prepare(SAMPLE_LOGS, SAMPLE_PLAN, now=near_end).report["alerts"] if a["code"] == "not_transferred"]
+    assert alert["message"].startswith("checkpoint ckpt/lora-r16-2/checkpoint-2800 is still on the rented machine: "
+                                       "1.33 min left in the lot, less than 2 x the median transfer")
+    left = report["clock"]["on_machine"]
+    assert [(i["kind"], i["name"]) for i in left["items"]] == [("checkpoint", "ckpt/lora-r16-2/checkpoint-2800")]
+    # 80 s still hold one transfer of about 42 s (an alert all the same: less than twice it is left); 20 s do not.
+    assert left["transfers_timed"] > 0 and left["seconds_needed"] == left["transfer_seconds"] and left["fits"] is True
+    last_seconds = datetime.fromisoformat("2026-11-05T08:59:40+09:00")
+    assert prepare(logs, logs / "plan.yaml", now=last_seconds).report["clock"]["on_machine"]["fits"] is False
+    earlier = prepare(logs, logs / "plan.yaml", now=near_end - timedelta(minutes=10)).report
+    assert not [a for a in earlier["alerts"] if a["code"] == "not_transferred"]
+    whole = prepare(SAMPLE_LOGS, SAMPLE_PLAN, now=near_end).report
+    assert whole["clock"]["on_machine"]["items"] == [] and not [a for a in whole["alerts"] if a["code"] == "not_transferred"]
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(site), "-q"],
+                              env={"SOURCE_DATE_EPOCH": str(int(last_seconds.timestamp()))}).exit_code == 0
+    page = (site / "schedule.html").read_text(encoding="utf-8")
+    assert "Still on the rented machine (R12): checkpoint ckpt/lora-r16-2/checkpoint-2800" in page
+    assert "more than the" in page and "left</strong>" in page

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from reportgen.analysis import stops as stop_rules
-from reportgen.analysis.alerts import Alert, alerts
+from reportgen.analysis.alerts import Alert, OnMachine, alerts, on_machine
 from reportgen.analysis.checkpoints import (
     CheckpointsReport,
     checkpoints_report,
@@ -90,6 +90,7 @@ class Analysis:
     options: list[PlanOption]
     next: NextCampaign  # the next campaign's estimates, made from all of the above
     clock: Clock | None  # the lot clock at the build's now; None when the logs hold no time
+    on_machine: OnMachine  # what is still on the rented machine, and how long copying it off takes
     alerts: list[Alert]  # what needs a look now, while the clock runs
     plan_findings: list[Finding]  # what `reportgen check` says of the plan reconciled against
     problems: list[Problem]
@@ -239,6 +240,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         when, basis = newest, "the newest time in the logs (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
     dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
     clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis) if when is not None else None
+    left_there = on_machine(campaign, checkpoints, deliverables)
     return Analysis(
         plan=plan,
         campaign=campaign,
@@ -255,7 +257,8 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         options=plan_options(plan, schedule),
         next=upcoming,
         clock=clock,
-        alerts=alerts(clock, campaign, statuses, ledger, checkpoints, deliverables),
+        on_machine=left_there,
+        alerts=alerts(clock, campaign, statuses, ledger, left_there),
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants,

@@ -39,7 +39,7 @@ class Alert:
 
 
 def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatus], stops: Ledger,
-           checkpoints: CheckpointsReport, deliverables: list[DeliverableResult]) -> list[Alert]:
+           left_there: OnMachine) -> list[Alert]:
     """Every alert at the clock's now while the lot is open: the stops, the overrun and the silent runs while
     work is left; what is still on the machine whether or not (it matters most at the end). None once the lot
     is over."""
@@ -52,30 +52,48 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
     if clock.overrun_hours > 0:
         out.append(Alert("overrun", "overrun", f"the work left is projected to end {clock.projected_end:%Y-%m-%d %H:%M}, "
                          f"{figure(clock.overrun_hours)} h past the lot's end ({clock.window_end:%Y-%m-%d %H:%M})"))
-    out += _transfers(clock, campaign, checkpoints, deliverables)
+    out += _transfers(clock, left_there)
     out += _silent(clock.now, campaign, statuses) if working else []
     return out
 
 
-def _transfers(clock: Clock, campaign: Campaign, checkpoints: CheckpointsReport,
-               deliverables: list[DeliverableResult]) -> list[Alert]:
+@dataclass(frozen=True)
+class OnMachine:
+    """What is still on the rented machine (R12): each checkpoint and deliverable not copied off, and how
+    long copying one takes as measured (the median transfer; None when none was timed: unknown, not zero)."""
+
+    items: list[tuple[str, str, list[Evidence]]]  # (kind: "checkpoint" or "deliverable", name, evidence)
+    transfer_s: float | None
+    transfers_timed: int
+
+    @property
+    def seconds_needed(self) -> float | None:
+        """Copying everything off, one after another, at the median measured transfer."""
+        return None if self.transfer_s is None else self.transfer_s * len(self.items)
+
+    def fits(self, hours_left: float) -> bool | None:
+        needed = self.seconds_needed
+        return None if needed is None else needed <= hours_left * 3600
+
+
+def on_machine(campaign: Campaign, checkpoints: CheckpointsReport, deliverables: list[DeliverableResult]) -> OnMachine:
     timed = [op.seconds for op in campaign.checkpoint_ops if op.op == "transfer" and op.seconds]
-    if not timed:
-        return []  # no transfer was timed: how long one takes is unknown, not zero
-    seconds = median(timed)
+    items = [("checkpoint", item.checkpoint.path, item.location.evidence) for item in checkpoints.left_on_machine]
+    items += [("deliverable", result.id, result.location.evidence) for result in deliverables
+              if result.location is not None and result.location.status in LEFT_ON_MACHINE]
+    return OnMachine(items, median(timed) if timed else None, len(timed))
+
+
+def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
+    """Each item still on the machine when less than TRANSFER_MARGIN times a transfer is left in the lot."""
+    seconds = left_there.transfer_s
     left = clock.hours_left * 3600
-    if left >= TRANSFER_MARGIN * seconds:
-        return []
+    if seconds is None or left >= TRANSFER_MARGIN * seconds:
+        return []  # no transfer was timed (how long one takes is unknown, not zero), or time enough
     why = (f"{_spoken(left)} left in the lot, less than {TRANSFER_MARGIN:g} x the median transfer "
-           f"({figure(seconds)} s over {len(timed)})")
-    out = [Alert("not_transferred", f"transfer:{item.checkpoint.path}",
-                 f"checkpoint {item.checkpoint.path} of {item.checkpoint.run} is still on the rented machine: {why}",
-                 item.location.evidence)
-           for item in checkpoints.left_on_machine]
-    out += [Alert("not_transferred", f"transfer:{result.id}", f"deliverable {result.id} is still on the rented machine: {why}",
-                  result.location.evidence)
-            for result in deliverables if result.location is not None and result.location.status in LEFT_ON_MACHINE]
-    return out
+           f"({figure(seconds)} s over {left_there.transfers_timed})")
+    return [Alert("not_transferred", f"transfer:{name}", f"{kind} {name} is still on the rented machine: {why}", evidence)
+            for kind, name, evidence in left_there.items]
 
 
 def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, tzinfo
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
+from reportgen.analysis.alerts import OnMachine
 from reportgen.analysis.checkpoints import (
     CALENDAR_OPERATIONS,
     Calendar,
@@ -253,13 +254,13 @@ def build_report(analysis: Analysis, current: LoadedPlan, frozen: Freeze | None,
             }
             for d in sorted(campaign.decisions, key=lambda d: (d.at, d.evidence))
         ],
-        "clock": _clock_json(analysis.clock, tz),
+        "clock": _clock_json(analysis.clock, analysis.on_machine, tz),
         "alerts": [{"code": a.code, "key": a.key, "message": a.message, "evidence": evidence(a.evidence)}
                    for a in analysis.alerts],
     }
 
 
-def _clock_json(clock: Clock | None, tz: tzinfo) -> dict | None:
+def _clock_json(clock: Clock | None, left_there: OnMachine, tz: tzinfo) -> dict | None:
     """The lot clock at the build's now (docs/report-json.md): `running` while the lot is open and a step is
     still to do; otherwise the report is the closing summary."""
     if clock is None:
@@ -276,6 +277,13 @@ def _clock_json(clock: Clock | None, tz: tzinfo) -> dict | None:
         "steps": [{"id": s.id, "state": s.state, "end": iso(s.end, tz), "basis": s.basis, "evidence": evidence(s.evidence)}
                   for s in clock.steps],
         "options": [{"kind": o.kind, "label": o.label, "fits": o.fits, "note": o.note} for o in clock.options],
+        "on_machine": {
+            "items": [{"kind": kind, "name": name, "evidence": evidence(cited)} for kind, name, cited in left_there.items],
+            "transfer_seconds": left_there.transfer_s,
+            "transfers_timed": left_there.transfers_timed,
+            "seconds_needed": left_there.seconds_needed,
+            "fits": left_there.fits(clock.hours_left),
+        },
     }
 
 
