@@ -201,3 +201,23 @@ def test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_wi
     page = (site / "schedule.html").read_text(encoding="utf-8")
     assert "Still on the rented machine (R12): checkpoint ckpt/lora-r16-2/checkpoint-2800" in page
     assert "more than the" in page and "left</strong>" in page
+
+
+def test_the_gantt_chart_draws_the_steps_still_to_do_as_projected_and_a_line_at_now(tmp_path):
+    """While the clock runs: a projected bar for each step still to do (a running one from now), and now
+    marked. Counter-example: the finished sample's chart has planned and actual bars only."""
+    from reportgen.render import charts
+
+    report = prepare(live_logs(tmp_path), tmp_path / "logs" / "plan.yaml",
+                     now=datetime.fromisoformat("2026-11-03T12:00:00+09:00")).report
+    figure = charts.schedule_gantt(report["schedule"], report["clock"])
+    projected = [trace for trace in figure["data"] if trace["name"] == "projected"]
+    assert len(projected) == 1
+    ahead = [s for s in report["clock"]["steps"] if s["state"] in ("running", "pending")]
+    assert [label.split(" (")[0] for label in projected[0]["y"]] == [s["id"] for s in ahead]
+    assert projected[0]["base"][0] == "2026-11-03 12:00:00"  # train-r16, running: from now (local time, as plotly takes it)
+    assert any(a["text"] == "now" for a in figure["layout"]["annotations"])
+    sample = prepare(SAMPLE_LOGS, SAMPLE_PLAN).report
+    finished = charts.schedule_gantt(sample["schedule"], sample["clock"])
+    assert [trace["name"] for trace in finished["data"]] == ["planned", "actual"]
+    assert not any(a["text"] == "now" for a in finished["layout"]["annotations"])

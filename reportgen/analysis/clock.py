@@ -11,7 +11,7 @@ in the logs, so that two builds of the same logs are the same. Pure: nothing her
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from reportgen.analysis.runs import total_steps
@@ -40,6 +40,7 @@ class StepForecast:
     end: datetime | None
     basis: str
     evidence: list[Evidence] = field(default_factory=list)
+    start: datetime | None = None  # when it started (done, running) or is projected to (pending)
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,12 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
             pending.append(item)
             continue
         if actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
-            forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence)
+            forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence,
+                                              actual.start)
             ends[step.id] = actual.end
             continue
-        forecast = _running(step.id, step.hours, step.runs, actual.start, campaign, statuses, paces, now)
+        forecast = replace(_running(step.id, step.hours, step.runs, actual.start, campaign, statuses, paces, now),
+                           start=actual.start)
         forecasts[step.id] = forecast
         ends[step.id] = forecast.end or now
         if step.resource in gpus:
@@ -152,7 +155,7 @@ def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[s
             free_at[step.resource] = end
         ends[step.id] = end
         placed.append(StepForecast(step.id, PENDING, end, f"not started: the plan's {figure(step.hours)} h from "
-                                   f"{start:%Y-%m-%d %H:%M}"))
+                                   f"{start:%Y-%m-%d %H:%M}", start=start))
     return placed
 
 

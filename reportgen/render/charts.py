@@ -17,7 +17,8 @@ from plotly.offline import get_plotlyjs
 from reportgen.analysis.interval import overhead
 
 PLOTLY_ASSET = "assets/plotly.min.js"
-COLORS = {"planned": "#9aa5b1", "actual": "#2f6fb3", "open": "#d9822b", "saved": "#2e8540"}  # bars and lines
+COLORS = {"planned": "#9aa5b1", "actual": "#2f6fb3", "open": "#d9822b", "saved": "#2e8540",
+          "projected": "#a9c6e8"}  # bars and lines
 TEXT = "#444444"  # every label: 9.7:1 against the white background (WCAG AA asks 4.5:1)
 # Fonts of Arial's metrics (on every system), so that a label's width can be estimated when laying charts out.
 FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
@@ -96,8 +97,9 @@ def _ms(start: str, end: str) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds() * 1000.0
 
 
-def schedule_gantt(schedule: dict) -> dict:
-    """Planned and actual bars per step on one time axis, with the rented window marked (R6)."""
+def schedule_gantt(schedule: dict, clock: dict | None = None) -> dict:
+    """Planned and actual bars per step on one time axis, with the rented window marked (R6); while the lot
+    clock runs, each step still to do as projected (from now for a running one) and a line at now."""
     steps = schedule["steps"]
     zone = _zone(schedule["window_start"])
     labels = [f"{s['id']} ({s['resource']})" for s in steps]
@@ -124,7 +126,24 @@ def schedule_gantt(schedule: dict) -> dict:
         customdata=[[s["actual_hours"], s["actual_basis"]] for s in measured],
         hovertemplate="%{y}<br>actual %{customdata[0]:.1f} h (%{customdata[1]})<br>%{base} →<extra></extra>",
     )
-    fig = go.Figure([planned, actual])
+    bars = [planned, actual]
+    running = clock is not None and clock["running"]
+    if running:
+        ahead = [s for s in clock["steps"] if s["state"] in ("running", "pending") and s["end"]]
+        index = {s["id"]: i for i, s in enumerate(steps)}
+        starts = [clock["now"] if s["state"] == "running" else s["start"] for s in ahead]
+        bars.append(go.Bar(
+            name="projected",
+            orientation="h",
+            y=[labels[index[s["id"]]] for s in ahead],
+            base=[_local(start, zone) for start in starts],
+            x=[_ms(start, s["end"]) for start, s in zip(starts, ahead)],
+            marker_color=COLORS["projected"],
+            offsetgroup="actual",
+            customdata=[[s["basis"]] for s in ahead],
+            hovertemplate="%{y}<br>projected: %{customdata[0]}<br>%{base} →<extra></extra>",
+        ))
+    fig = go.Figure(bars)
     fig.update_layout(**_layout(
         barmode="group",
         height=TOOLBAR + 14 + 34 * len(steps) + 110,
@@ -145,7 +164,8 @@ def schedule_gantt(schedule: dict) -> dict:
                 "line": {"width": 1, "dash": "dot", "color": COLORS["actual"]},
                 "layer": "below",
             }
-        ],
+        ] + ([{"type": "line", "xref": "x", "yref": "paper", "x0": _local(clock["now"], zone), "x1": _local(clock["now"], zone),
+               "y0": 0, "y1": 1, "line": {"width": 1.5, "color": COLORS["open"]}}] if running else []),
         annotations=[
             {
                 "x": _local(schedule["window_end"], zone),
@@ -158,7 +178,8 @@ def schedule_gantt(schedule: dict) -> dict:
                 "yanchor": "bottom",
                 "font": {"size": 11, "color": TEXT},
             }
-        ],
+        ] + ([{"x": _local(clock["now"], zone), "y": 1, "xref": "x", "yref": "paper", "text": "now", "showarrow": False,
+               "xanchor": "left", "yanchor": "bottom", "font": {"size": 11, "color": TEXT}}] if running else []),
     ))
     return _to_dict(fig)
 

@@ -631,7 +631,7 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
     schedule = report["schedule"]
     steps = [step["id"] for step in schedule["steps"] if step["explained"]]
     figures = {
-        "schedule.html": [Pending("gantt", partial(charts_module.schedule_gantt, schedule), kept=True),
+        "schedule.html": [Pending("gantt", partial(charts_module.schedule_gantt, schedule, report.get("clock")), kept=True),
                           Pending("waterfall", partial(charts_module.variance_waterfall, schedule))]
                          + [Pending(f"waterfall-{step}", partial(charts_module.variance_waterfall, schedule, step), kept=True)
                             for step in steps],
