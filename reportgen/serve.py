@@ -84,8 +84,19 @@ class _Handler(SimpleHTTPRequestHandler):
     builds: Builds
 
     def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
-        if self.path.split("?", 1)[0] == VERSION_PATH:
-            self._send(200, "application/json", json.dumps(self.builds.state()).encode())
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._answer(body=False)
+
+    def _answer(self, body: bool) -> None:
+        """What GET sends, or with `body` False its headers alone (HEAD): the same length either way."""
+        route = self.path.split("?", 1)[0].split("#", 1)[0]
+        if route == VERSION_PATH:
+            self._send(200, "application/json", json.dumps(self.builds.state()).encode(), body)
+            return
+        if any(part.startswith(".") for part in route.split("/")):
+            self.send_error(404)  # the site's own marker files and the like are not pages
             return
         path = Path(self.translate_path(self.path))
         if path.is_dir():
@@ -96,22 +107,26 @@ class _Handler(SimpleHTTPRequestHandler):
             except OSError:  # replaced by a build between the two calls: the next poll reloads
                 self.send_error(404)
                 return
-            self._send(200, "text/html; charset=utf-8", with_refresh(html))
+            self._send(200, "text/html; charset=utf-8", with_refresh(html), body)
             return
         if not path.exists() and self.builds.state()["version"] == 0:
             failure = self.builds.state()["failure"] or "the first build is running."
             page = f"<!doctype html><title>reportgen watch</title><p>No site yet:</p><pre>{escape_html(failure)}</pre></body>"
-            self._send(503, "text/html; charset=utf-8", with_refresh(page.encode()))
+            self._send(503, "text/html; charset=utf-8", with_refresh(page.encode()), body)
             return
-        super().do_GET()
+        if not path.is_file():
+            self.send_error(404)  # no folder listings
+            return
+        super().do_GET() if body else super().do_HEAD()
 
-    def _send(self, status: int, kind: str, body: bytes) -> None:
+    def _send(self, status: int, kind: str, content: bytes, body: bool = True) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(content)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(body)
+        if body:
+            self.wfile.write(content)
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 (http.server's name)
         pass  # the terminal is for builds; requests are not logged

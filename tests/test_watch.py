@@ -187,6 +187,12 @@ def test_the_served_site_is_the_built_one_with_the_refresh_script_added_to_pages
         status, _headers, body = get(f"http://{host}:{port}/runs/control-1.html")
         assert status == 200 and body.endswith(REFRESH.encode() + b"</body>\n</html>\n")
         assert json.loads(get(f"http://{host}:{port}{VERSION_PATH}")[2]) == {"version": 1, "failure": None}
+        head = urllib.request.Request(f"http://{host}:{port}/runs/control-1.html", method="HEAD")
+        with urllib.request.urlopen(head, timeout=30) as response:  # the length of what GET sends
+            assert int(response.headers["Content-Length"]) == len(get(f"http://{host}:{port}/runs/control-1.html")[2])
+        assert list(site.glob(".*")), "a marker file to ask for"
+        for hidden in [f"/{p.name}" for p in site.glob(".*")] + ["/runs/", "/evidence/"]:
+            assert get(f"http://{host}:{port}{hidden}")[0] == 404, hidden  # no marker files, no folder listings
         watching_stop.set()
         thread.join(PATIENCE)
     finally:
