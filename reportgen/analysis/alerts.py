@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from statistics import median
 
 import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import LEFT_ON_MACHINE, CheckpointsReport
-from reportgen.analysis.clock import Clock
+from reportgen.analysis.clock import Clock, still_going
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.stops import Ledger
-from reportgen.model import Campaign, Evidence, Status
-from reportgen.numbers import figure
+from reportgen.model import Campaign, Evidence
+from reportgen.numbers import figure, median
 
 # A run still going that has logged nothing for this many of its usual intervals between rows (and at least
 # SILENT_AT_LEAST) may be hung.
@@ -81,7 +80,7 @@ def on_machine(campaign: Campaign, checkpoints: CheckpointsReport, deliverables:
     items = [("checkpoint", item.checkpoint.path, item.location.evidence) for item in checkpoints.left_on_machine]
     items += [("deliverable", result.id, result.location.evidence) for result in deliverables
               if result.location is not None and result.location.status in LEFT_ON_MACHINE]
-    return OnMachine(items, median(timed) if timed else None, len(timed))
+    return OnMachine(items, median(timed), len(timed))
 
 
 def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
@@ -101,8 +100,7 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
     frames = campaign.frames_by_run()
     out = []
     for run in campaign.runs.values():
-        status = statuses.get(run.id)
-        if run.ended_at is not None or run.last_seen_at is None or status is None or status.status != Status.UNKNOWN:
+        if run.last_seen_at is None or not still_going(run, statuses):
             continue
         frame = frames.get(run.id)
         if frame is None:

@@ -163,10 +163,15 @@ def _dropped(forecasts: dict[str, StepForecast]) -> set[str]:
     return {step_id for step_id, f in forecasts.items() if f.state == DROPPED}
 
 
+def still_going(run: Run, statuses: dict[str, RunStatus]) -> bool:
+    """A run with no end logged and no status found for it: still running, as far as the logs tell."""
+    status = statuses.get(run.id)
+    return run.ended_at is None and status is not None and status.status == Status.UNKNOWN
+
+
 def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus]) -> bool:
     """A run of the step logged no end yet: the step goes on, whatever its step events said."""
-    return any(run.ended_at is None and statuses.get(run.id) is not None and statuses[run.id].status == Status.UNKNOWN
-               for run in runs_matching(step.runs, campaign.runs))
+    return any(still_going(run, statuses) for run in runs_matching(step.runs, campaign.runs))
 
 
 def _running(step_id: str, hours: float, patterns: list[str], started: datetime, campaign: Campaign,
@@ -175,8 +180,7 @@ def _running(step_id: str, hours: float, patterns: list[str], started: datetime,
     own, else that of another run of the step: the run it resumes, say); without such a run, the step ends the
     plan's hours after it started, now at the earliest."""
     runs = runs_matching(patterns, campaign.runs)
-    going = [run for run in runs if run.ended_at is None and statuses.get(run.id) is not None
-             and statuses[run.id].status == Status.UNKNOWN]
+    going = [run for run in runs if still_going(run, statuses)]
     others = [(run.id, pace) for run in runs if (pace := paces.get(run.id)) is not None and pace.seconds_per_step]
     ends, said, evidence = [], [], []
     for run in going:
