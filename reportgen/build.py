@@ -11,6 +11,7 @@ from pathlib import Path
 from reportgen.analysis import Analysis, analyse
 from reportgen.errors import during
 from reportgen.ingest import Progress, check_logs, excerpts, ingest
+from reportgen.ingest.cache import open_cache
 from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
@@ -37,16 +38,18 @@ def build_time() -> datetime | None:
 
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1,
-            now: datetime | None = None) -> Built:
+            now: datetime | None = None, cache: bool = False) -> Built:
     """Everything but the writing: shared by `build` and `note`. The lot clock's now is `now` (`watch`: the
-    wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs."""
+    wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs. With `cache`, what is read of
+    each log is kept in the user's cache folder, and the logs unchanged since the last build are not read
+    again (ingest/cache.py)."""
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path)
     check_logs(logs)
     with during(f"reading the frozen plan in {logs}"):
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
-    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs)
+    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=open_cache(logs) if cache else None)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
@@ -63,11 +66,12 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
-          progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None) -> Built:
+          progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None,
+          cache: bool = False) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
-    processes; on any failure the previous site stays as it was."""
+    processes; on any failure the previous site stays as it was. `cache`: see prepare."""
     check_output(out, logs, plan_path)
-    built = prepare(logs, plan_path, progress, jobs, now)
+    built = prepare(logs, plan_path, progress, jobs, now, cache)
     source = PlanSource(
         name=built.plan.path.name,
         text=built.plan.text,

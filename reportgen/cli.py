@@ -66,6 +66,10 @@ jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=c
                                 "(1: all in one process; the site is the same whatever the number).")
 logs_argument = click.argument("logs", type=click.Path(path_type=Path, readable=False))  # reportgen says what is wrong (exit 1)
 plan_argument = click.argument("plan", type=click.Path(path_type=Path, readable=False))
+cache_option = click.option("--cache/--no-cache", default=True, show_default=True,
+                            help="Keep what is read of each log in the user's cache folder, so that the next build "
+                                 "reads only the logs that changed (and a grown log from where it stopped); "
+                                 "REPORTGEN_CACHE=off turns it off too.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,9 +98,10 @@ def cli() -> None:
               help="Exit 1 when the report has warnings (plan and logs that do not match, damaged input...); "
                    "the site is still written.")
 @jobs_option
+@cache_option
 @quiet_option
 def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file: bool, strict: bool,
-          jobs: int, quiet: bool) -> None:
+          jobs: int, cache: bool, quiet: bool) -> None:
     """Ingest LOGS, reconcile with PLAN and write the static site.
 
     Warnings (the plan and the logs do not match, damaged files, runs whose end no log tells...) are
@@ -111,7 +116,8 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
     from reportgen.build import build as run_build
 
     progress = Progress(quiet)
-    built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file, jobs=jobs)
+    built = run_build(logs, plan, out, templates=templates, progress=progress, single_file=single_file, jobs=jobs,
+                      cache=cache)
     progress.done()
     report = built.report
     warnings = report["warnings"]
@@ -148,8 +154,9 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
               help="Folder of templates that override the built-in ones by name.")
 @click.option("--single-file", is_flag=True, help="Also write report.html at each build.")
 @jobs_option
+@cache_option
 def watch(logs: Path, plan: Path, out: Path, serve: str | None, interval: float, poll: bool, templates: Path | None,
-          single_file: bool, jobs: int) -> None:
+          single_file: bool, jobs: int, cache: bool) -> None:
     """Keep the site of LOGS and PLAN up to date while the campaign runs.
 
     Builds once, then again whenever a file under LOGS or the plan changes: each build is the same
@@ -170,7 +177,7 @@ def watch(logs: Path, plan: Path, out: Path, serve: str | None, interval: float,
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda _signal, _frame: stop.set())  # a service manager's stop: after the build running
     try:
-        run(Watch(logs, plan, out, interval, poll, templates, single_file, jobs), lambda line: click.echo(line, err=True),
+        run(Watch(logs, plan, out, interval, poll, templates, single_file, jobs, cache=cache), lambda line: click.echo(line, err=True),
             stop=stop, serve=address)
     except KeyboardInterrupt:
         pass  # a build cut short leaves the last good site (builds are atomic)

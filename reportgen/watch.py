@@ -72,6 +72,7 @@ class Watch:
     templates: Path | None = None
     single_file: bool = False
     jobs: int = 1
+    cache: bool = True  # keep what is read of each log between builds (ingest/cache.py)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
 
 
@@ -154,7 +155,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     clock = datetime.now().strftime("%H:%M:%S")
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=watch.clock())
+                      jobs=watch.jobs, now=watch.clock(), cache=watch.cache)
     except ReportgenError as exc:
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"

@@ -13,6 +13,7 @@ import pandas as pd
 from reportgen.boundary import inside, open_file, refusal, resolved
 from reportgen.errors import InputError, during
 from reportgen.ingest import bench, formats, identity
+from reportgen.ingest.cache import ParseCache
 from reportgen.ingest.excerpts import Excerpt, excerpts  # noqa: F401 (re-exported: build quotes through ingest)
 from reportgen.ingest.identity import config_id
 from reportgen.model import (
@@ -113,9 +114,11 @@ def check_logs(logs: Path) -> None:
         raise InputError(f"{logs}: cannot be read: {exc.strerror or exc}") from None
 
 
-def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1) -> Campaign:
+def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1,
+           cache: ParseCache | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model, shared among up to `jobs` worker processes;
-    bad records become problems."""
+    bad records become problems. With `cache`, what is read of each log is kept for the next build, and
+    what was kept of the logs unchanged since the last is used instead of reading them again."""
     check_logs(logs)
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
@@ -140,7 +143,9 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
             continue
         found[rel] = (path, head)
     with during(f"reading {logs}"):
-        scanned = formats.read_all_formats(logs, found, progress, jobs)
+        scanned = formats.read_all_formats(logs, found, progress, jobs, cache)
+    if cache is not None:
+        cache.forget_the_rest()
     frames = []
     for reading in scanned.readings:
         campaign.inputs.extend(reading.inputs)

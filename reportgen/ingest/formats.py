@@ -35,6 +35,7 @@ from reportgen.ingest import (
     torchtune,
     wandb,
 )
+from reportgen.ingest.cache import ParseCache
 from reportgen.ingest.common import Reading
 from reportgen.ingest.scan import (
     LFS,
@@ -85,10 +86,10 @@ def kind_of(rel: str, head: bytes) -> str | None:
 
 
 def read_all_formats(logs: Path, found: dict[str, tuple[Path, bytes]], progress: Callable[[str, str, int, int], None] | None,
-                     jobs: int = 1) -> Scanned:
+                     jobs: int = 1, cache: ParseCache | None = None) -> Scanned:
     """Read every file found under LOGS (path -> (file, first bytes)), each once, the files of a
-    format that reads ahead shared among up to `jobs` workers."""
-    scan = Scan(logs, found, READERS, progress, jobs)
+    format that reads ahead shared among up to `jobs` workers (and kept in `cache` between builds)."""
+    scan = Scan(logs, found, READERS, progress, jobs, cache)
     read_all(scan, READERS)
     _deliverable_files(scan)
     _pointers(scan)

@@ -15,6 +15,7 @@ at close to the speed of an undamaged file.
 from __future__ import annotations
 
 import codecs
+import copy
 import json
 import os
 import re
@@ -31,16 +32,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from reportgen.boundary import open_file
+from reportgen.ingest.cache import EDGE, digest
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
+    LOG_BUDGET,
     MAX_COUNT,
     Reading,
     duration_problem,
     log_time,
     read_log,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, parents
 from reportgen.model import (
     MAX_PROBLEMS_PER_FILE,
     METRIC_FRAME_COLUMNS,
@@ -155,7 +159,7 @@ class _Collector:
             "step": pa.array([r["step"] for r in rows], pa.int64()),
             "ts": pa.array([r["ts"] for r in rows], pa.timestamp("us", tz="UTC")),
         }
-        names = sorted({key for row in rows for key in row} - set(columns))
+        names = [key for key in dict.fromkeys(key for row in rows for key in row) if key not in columns]  # as first met
         for name in names:
             columns[name] = pa.array([row.get(name) for row in rows], type=pa.float64())
         self.tables.append(pa.table(columns))
@@ -192,15 +196,67 @@ def _chunks(buf: bytes, body: int) -> list[tuple[int, int]]:
 
 def read(path: Path, rel: str) -> NativeLog:
     """Read one native event log; damaged lines become problems, never exceptions."""
-    out = _Collector(InputFile(path=rel, format=FORMAT))
-    buf = read_log(path, out.info)
-    buf = buf.removeprefix(codecs.BOM_UTF8)
+    return read_on(path, rel)[0]
+
+
+@dataclass
+class Body:
+    """What the complete lines of one event log held when it was read (every line up to its last newline):
+    kept between builds (ingest/cache.py), so that a log that has only grown since is read on from `end`."""
+
+    info: InputFile  # the lines' counts and problems
+    tables: list[pa.Table]  # their metric rows, by line number in the file
+    events: list
+    end: int  # where they end in the file (bytes)
+    lines: int
+    head: bytes  # digest of the file's first EDGE bytes (up to `end`)
+    edge: bytes  # digest of the EDGE bytes before `end`
+
+
+def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog, Body]:
+    """Read one native event log, on from `since` (its complete lines as an earlier read found them) when
+    the log has only grown since, else whole; with its complete lines as they are now, for the next read.
+    Either way the log reads as it does when read whole; a last line without its newline yet is read on
+    its own each time, never kept."""
+    grown = None if since is None or not since.lines else _grown(path, since)  # no line yet: read whole (a BOM, say)
+    if grown is None:
+        out = _Collector(InputFile(path=rel, format=FORMAT))
+        data = read_log(path, out.info)
+        start, first, head, before = 0, 1, b"", b""
+        skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    else:
+        head, before, data = grown
+        out = _Collector(since.info, tables=list(since.tables), events=since.events)
+        start, first, skip = since.end, since.lines + 1, 0
+    buf = data[skip:] if skip else data
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
+    end = start + skip + body  # in the file
+    line_no = _read_lines(buf, body, first, out)
+    out.flush_rows()
+    kept = Body(copy.deepcopy(out.info), list(out.tables), list(out.events), end, line_no - 1,
+                digest((head + data[:EDGE])[:min(EDGE, end)]),
+                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]))
+    del data
+    if body < len(buf):
+        # The last line has no newline: a writer killed mid-line, or one still writing it. It is read on
+        # its own, and again from its start by the next read.
+        _read_line(buf[body:], line_no, out, unterminated=True)
+        out.flush_rows()
+    out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
+    del buf  # the file's bytes are all read: let them go before the frame is built
+    out.info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # each chunk's columnar problems, then its others
+    events = sorted(out.events, key=lambda e: e.evidence.line)  # in the file's order, however its lines were read
+    metrics = _to_frame(out.tables, rel)
+    out.info.records = len(metrics) + sum(1 for e in events if not isinstance(e, Evaluation))
+    return NativeLog(input=out.info, metrics=metrics, events=events), kept
+
+
+def _read_lines(buf: bytes, body: int, line_no: int, out: _Collector) -> int:
+    """Read the complete lines buf[:body], the first numbered line_no, into `out`; the next line's number."""
     ranges = _chunks(buf, body)
     workers = min(len(ranges), os.cpu_count() or 1) or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pieces = list(pool.map(_parse_range, repeat(buf), [a for a, _b in ranges], [b for _a, b in ranges]))
-    line_no = 1
     for piece in pieces:
         for table in piece.tables:
             lines = pc.add(table.column("line"), line_no)
@@ -214,21 +270,30 @@ def read(path: Path, rel: str) -> NativeLog:
         if piece.aside is not None:
             _read_aside(buf, piece.aside, line_no, out)
         line_no += piece.newlines
-    if body < len(buf):
-        # The last line has no newline: a writer killed mid-line. It is read on its own.
-        _read_line(buf[body:], line_no, out, unterminated=True)
-    out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
-    del buf, pieces  # the file's bytes are all read: let them go before the frame is built
-    out.flush_rows()
-    out.info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # each chunk's columnar problems, then its others
-    metrics = _to_frame(out.tables, rel)
-    out.info.records = len(metrics) + sum(1 for e in out.events if not isinstance(e, Evaluation))
-    return NativeLog(input=out.info, metrics=metrics, events=out.events)
+    return line_no
+
+
+def _grown(path: Path, since: Body) -> tuple[bytes, bytes, bytes] | None:
+    """When the log has only grown since `since` was read (its first EDGE bytes and the EDGE bytes before
+    `end` are as they were, and it is still within the read budget): those first bytes, the bytes before
+    `end`, and the bytes past it. None otherwise: the log is read whole."""
+    with open_file(path) as handle:
+        fd = handle.fileno()
+        if os.fstat(fd).st_size < since.end:
+            return None
+        head = os.pread(fd, min(EDGE, since.end), 0)
+        before = os.pread(fd, min(EDGE, since.end), max(0, since.end - EDGE))
+        if digest(head) != since.head or digest(before) != since.edge:
+            return None
+        handle.seek(since.end)
+        more = handle.read(LOG_BUDGET - since.end + 1)
+    return None if since.end + len(more) > LOG_BUDGET else (head, before, more)
 
 
 def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
     """One frame of metric rows in line order; metric columns keep NaN apart from missing."""
     tables = [t for t in tables if t.num_rows]
+    order = _first_values(tables)
     if not tables:
         table = _ROW_SCHEMA.empty_table()
     else:
@@ -250,10 +315,26 @@ def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
         },
         copy=False,  # each column is made here for this frame alone
     )
-    for name in table.column_names:
-        if name not in core:
-            frame[name] = metric_series(table.column(name))
+    for name in sorted((name for name in table.column_names if name not in core), key=order.__getitem__):
+        frame[name] = metric_series(table.column(name))
     return frame
+
+
+def _first_values(tables: list[pa.Table]) -> dict[str, tuple[int, int]]:
+    """Each metric's place in the frame: the line of its first value, then its place among the keys of
+    that line. The same however the file was cut into pieces (chunks, lines read one by one, a log read
+    on from where it stopped): a piece's columns follow the keys' order of first appearance in it."""
+    first: dict[str, tuple[int, int]] = {}
+    never = (np.iinfo(np.int64).max, 0)
+    for table in tables:
+        lines = table.column("line").to_numpy()
+        for index, name in enumerate(table.column_names):
+            if name in _ROW_SCHEMA.names:
+                continue
+            valid = table.column(name).is_valid().to_numpy(zero_copy_only=False)
+            place = (int(lines[int(np.argmax(valid))]), index) if valid.any() else never
+            first[name] = min(first.get(name, never), place)
+    return first
 
 
 def metric_series(values: pa.ChunkedArray | pa.Array) -> pd.Series:
@@ -680,7 +761,8 @@ def recognise(rel: str, head: bytes) -> str | None:
 def read_files(scan: Scan) -> None:
     """Native event logs name their runs inside; their folders name the runs for text logs."""
     rels = scan.files("native")
-    read_ahead = scan.read_ahead(rels, lambda rel: read(scan.found[rel][0], rel))
+    read_ahead = scan.read_ahead(rels, lambda rel: read(scan.found[rel][0], rel),
+                                 Kept(FORMAT, resume=lambda rel, since: read_on(scan.found[rel][0], rel, since)))
     for rel in rels:
         with scan.contained(rel, FORMAT):
             log = read_ahead.pop(rel, None) or read(scan.found[rel][0], rel)

@@ -14,14 +14,17 @@ afterwards, from evidence, by ingest/identity.py.
 from __future__ import annotations
 
 import functools
+import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
+from reportgen.ingest.cache import Entry, ParseCache, Signature, signature
+from reportgen.ingest.cache import kept as cache_entry
 from reportgen.ingest.common import Reading
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
@@ -59,6 +62,18 @@ class Reader:
     recognise: Callable[[str, bytes], str | None]
     read: Callable[[Scan], None]
     claim: Callable[[Scan], None] | None = None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """How a reader's results are kept between builds (ingest/cache.py): `kind` names them, `context` says
+    what else one file's result depends on besides its bytes (the run folder that holds it, say), and a
+    reader that reads a log on from where it stopped reads through `resume(rel, state) -> (result, state)`
+    (state None: read the file whole)."""
+
+    kind: str
+    context: Callable[[str], str] = lambda _rel: ""
+    resume: Callable[[str, Any], tuple[Any, Any]] | None = None
 
 
 @dataclass
@@ -130,8 +145,9 @@ class Scan:
     what the readers made of them. Each file is read once: a reader marks it done."""
 
     def __init__(self, logs: Path, found: dict[str, tuple[Path, bytes]], readers: tuple[Reader, ...],
-                 progress: Callable[[str, str, int, int], None] | None = None, jobs: int = 1):
-        self.logs, self.found, self.progress, self.jobs = logs, found, progress, jobs
+                 progress: Callable[[str, str, int, int], None] | None = None, jobs: int = 1,
+                 cache: ParseCache | None = None):
+        self.logs, self.found, self.progress, self.jobs, self.cache = logs, found, progress, jobs, cache
         self.kinds = {rel: recognise(readers, rel, head) for rel, (_path, head) in found.items()}
         self.readings: list[Reading] = []
         self.claimed: set[str] = set()
@@ -165,22 +181,65 @@ class Scan:
             self.heard.add(rel)
             self.progress("reading", rel, len(self.heard), len(self.found))
 
-    def read_ahead(self, rels: list[str], read: Callable[[str], T]) -> dict[str, T]:
+    def read_ahead(self, rels: list[str], read: Callable[[str], T], kept: Kept | None = None) -> dict[str, T]:
         """`read(rel)` of each file (or folder), shared among the scan's workers, for a reader to take
         its results from; one whose read failed is left out, for the reader to read it again within
-        `contained`, which reports the failure as that file's."""
-        def attempt(rel: str) -> T | None:
+        `contained`, which reports the failure as that file's.
+
+        With `kept`, the results are kept between builds (ingest/cache.py): a file unchanged since the
+        last build is not read again, and one that has grown is read on through `kept.resume`."""
+        cache = self.cache if kept is not None else None
+        results: dict[str, T] = {}
+        todo: list[tuple[str, Any]] = []  # (file, the state its reader reads on from)
+        signatures: dict[str, Signature | None] = {}
+        for rel in rels:
+            if cache is None or kept is None or rel not in self.found:
+                todo.append((rel, None))
+                continue
+            signatures[rel] = signature(*self.found[rel])
+            entry = cache.get(kept.kind, rel, kept.context(rel)) if signatures[rel] is not None else None
+            if entry is not None and entry.signature == signatures[rel]:
+                try:
+                    results[rel] = entry.loaded()
+                    cache.hits += 1
+                    self._heard(rel)
+                    continue
+                except Exception:  # noqa: BLE001 - an entry that cannot be loaded: the file is read again
+                    pass
             try:
-                return read(rel)
+                state = entry.loaded_state() if entry is not None and kept.resume is not None else None
+            except Exception:  # noqa: BLE001 - read whole
+                state = None
+            todo.append((rel, state))
+
+        def attempt(item: tuple[str, Any]) -> Any:
+            rel, state = item
+            try:
+                if cache is None or kept is None:
+                    return read(rel)
+                if kept.resume is None:
+                    return cache_entry(read(rel))
+                value, state = kept.resume(rel, state)
+                return cache_entry(value, state)
             except Exception:  # noqa: BLE001 - reported when the reader reads the file again
                 return None
 
-        def heard(index: int, _result: T | None) -> None:
-            if rels[index] in self.found:  # a file (a folder read whole is told of by its reader)
-                self._heard(rels[index])
+        def heard(index: int, _result: Any) -> None:
+            if todo[index][0] in self.found:  # a file (a folder read whole is told of by its reader)
+                self._heard(todo[index][0])
 
-        results = ordered_map(attempt, rels, self.jobs, heard)
-        return {rel: result for rel, result in zip(rels, results) if result is not None}
+        for (rel, state), result in zip(todo, ordered_map(attempt, todo, self.jobs, heard)):
+            if result is None:
+                continue
+            if cache is None or kept is None:
+                results[rel] = result
+                continue
+            value, new_state = result
+            if signatures.get(rel) is not None:
+                cache.put(kept.kind, rel, kept.context(rel), Entry(signatures[rel], value, new_state))
+            cache.reads += 1
+            results[rel] = pickle.loads(value)
+        return {rel: results[rel] for rel in rels if rel in results}
 
     def add(self, reading: Reading) -> None:
         self.readings.append(reading)

@@ -46,7 +46,7 @@ from reportgen.ingest.common import (
     is_eval,
 )
 from reportgen.ingest.protowire import fields, signed, varint
-from reportgen.ingest.scan import Reader, Scan, Source, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, parents
 from reportgen.model import (
     Decision,
     Evidence,
@@ -560,7 +560,8 @@ def read_files(scan: Scan) -> None:
     """In a run's folder a file belongs to that run; elsewhere its folder is a source of its own."""
     files: dict[str, list[tuple[int, str]]] = {}
     rels = scan.files(FORMAT)
-    read_ahead = scan.read_ahead(rels, lambda rel: _read_file(scan, rel))
+    # A file's values go to its run folder's source: a file moved to another folder is read again.
+    read_ahead = scan.read_ahead(rels, lambda rel: _read_file(scan, rel), Kept(FORMAT, context=lambda rel: _key(scan, rel)))
     for rel in rels:
         with scan.contained(rel, FORMAT):
             _read_one(scan, rel, files, read_ahead.pop(rel, None))

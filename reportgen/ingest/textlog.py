@@ -58,7 +58,7 @@ from reportgen.ingest.common import (
     sparse_column,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, TextLog, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, TextLog, parents
 from reportgen.model import Evidence, InputFile, LogMessage, MessageKind
 
 FORMAT = "text-log"
@@ -791,7 +791,7 @@ def read_files(scan: Scan) -> None:
     """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
     linked to a run, or left apart, by identity."""
     rels = scan.files("text")
-    read_ahead = scan.read_ahead(rels, lambda rel: read_console(scan.found[rel][0], rel))
+    read_ahead = scan.read_ahead(rels, lambda rel: read_console(scan.found[rel][0], rel), Kept(FORMAT))
     for rel in rels:
         with scan.contained(rel, FORMAT):
             read = read_ahead.pop(rel, None) or read_console(scan.found[rel][0], rel)

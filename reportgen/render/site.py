@@ -10,7 +10,6 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from reportgen.render.output import SiteWriter
 from reportgen.render.report import run_page
 from reportgen.render.runcharts import MetricChart, RunCharts
 from reportgen.render.text import markdown_html
+from reportgen.usercache import cache_folder, private
 
 # (file, title) in navigation order.
 PAGES = [
@@ -523,7 +523,7 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
     A cache that cannot be read or written is a cache miss, never an error."""
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        if not _private(Path(self._get_cache_filename(bucket)), missing_ok=True):
+        if not private(Path(self._get_cache_filename(bucket)), missing_ok=True):
             return  # another user's, or one others could have written: compiled anew, never run
         try:
             super().load_bytecode(bucket)
@@ -535,18 +535,6 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
             super().dump_bytecode(bucket)
         except OSError:
             pass
-
-
-def _private(path: Path, missing_ok: bool = False) -> bool:
-    """The path is this user's and no one else can write to it (nor replace it: not a link)."""
-    try:
-        held = path.lstat()
-    except FileNotFoundError:
-        return missing_ok
-    except OSError:
-        return False
-    return (not stat.S_ISLNK(held.st_mode) and held.st_uid == os.getuid()
-            and not held.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _compiler_fingerprint() -> str:
@@ -564,16 +552,8 @@ def template_cache() -> jinja2.BytecodeCache | None:
     user (the cache holds code to run). REPORTGEN_TEMPLATE_CACHE=off turns it off."""
     if os.environ.get("REPORTGEN_TEMPLATE_CACHE", "").strip().lower() in {"off", "0", "no"}:
         return None
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-    top = Path(base) / "reportgen"
-    folder = top / "templates" / _compiler_fingerprint()
-    try:
-        top.parent.mkdir(parents=True, exist_ok=True)
-        for path in (top, top / "templates", folder):
-            path.mkdir(exist_ok=True, mode=0o700)
-    except OSError:
-        return None
-    if not all(_private(path) for path in (top, top / "templates", folder)):
+    folder = cache_folder("templates", _compiler_fingerprint())
+    if folder is None:
         return None
     return _TemplateCache(str(folder))
 

@@ -1,0 +1,176 @@
+"""What a build keeps of each log it read, so that the next build of the same LOGS reads again only what
+changed (the parse cache).
+
+A reader that reads its files one by one (`Scan.read_ahead`) keeps what it made of each file, keyed by
+the file's signature: its size, modification time, inode, and a digest of its first and last 64 KB.
+A file whose signature is unchanged is not read again: what was kept is loaded instead. A reader that
+can read a log on from where it stopped (the native event log) also keeps what it needs to (`state`),
+and a log that has only grown since is read from there; the reader checks that the bytes it read
+before are still there (the same first and last 64 KB before where it stopped) before it trusts them.
+
+The cache lives in the user's cache folder (reportgen/ingest/<fingerprint>/<LOGS>/), never under
+LOGS. The fingerprint covers reportgen's own code and the versions of Python and of the libraries
+whose objects are kept, so any upgrade or edit starts a new cache and the old ones are thrown away.
+What is kept is loaded with pickle, so a folder anyone else could write to is never used (usercache).
+A damaged or foreign entry is a miss. REPORTGEN_CACHE=off (or `--no-cache`) turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from reportgen import __version__
+from reportgen.boundary import open_file
+from reportgen.usercache import cache_folder, private
+
+EDGE = 64 << 10  # bytes of each end of a file in its signature
+FORMAT = 1  # the layout of an entry; part of the fingerprint
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What says a file is unchanged since it was read: size, modification time, inode, and a digest of
+    its first and last EDGE bytes (a file rewritten in place to the same size within one tick of the
+    clock is still told apart when either end differs)."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    head: bytes
+    tail: bytes
+
+
+def signature(path: Path, head: bytes) -> Signature | None:
+    """The signature of the file at path now (`head`: its first bytes, as the listing read them); None
+    when it cannot be taken (the file is gone, or not a regular file)."""
+    try:
+        with open_file(path) as handle:
+            held = os.fstat(handle.fileno())
+            first = head if len(head) >= min(EDGE, held.st_size) else os.pread(handle.fileno(), EDGE, 0)
+            last = os.pread(handle.fileno(), EDGE, max(0, held.st_size - EDGE))
+    except OSError:
+        return None
+    return Signature(held.st_size, held.st_mtime_ns, held.st_ino, digest(first[:EDGE]), digest(last))
+
+
+@dataclass
+class Entry:
+    """What was kept of one file: its signature then, what its reader made of it, and the state its reader
+    reads on from (both pickled, loaded only when used, so each use gets objects of its own)."""
+
+    signature: Signature
+    value: bytes
+    state: bytes | None
+
+    def loaded(self) -> Any:
+        return pickle.loads(self.value)
+
+    def loaded_state(self) -> Any:
+        return None if self.state is None else pickle.loads(self.state)
+
+
+def kept(value: Any, state: Any = None) -> tuple[bytes, bytes | None]:
+    """A reader's result and state as they are kept (pickled where they are made: a worker process)."""
+    return (pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL),
+            None if state is None else pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def fingerprint() -> str:
+    """reportgen's code (every module of the package), the entry layout, and the versions of Python and of
+    the libraries whose objects are pickled: a cache made by anything else is never loaded."""
+    package = Path(__file__).resolve().parents[1]
+    total = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.version}|{pd.__version__}|{pa.__version__}|{np.__version__}".encode())
+    for module in sorted(package.rglob("*.py")):
+        total.update(module.relative_to(package).as_posix().encode())
+        total.update(module.read_bytes())
+    return total.hexdigest()[:16]
+
+
+class ParseCache:
+    """The kept entries of one LOGS folder: one file each, named by the reader's kind and the file's path
+    (and what else its result depends on: `context`)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.used: set[str] = set()
+        self.hits = self.reads = 0  # files loaded from the cache, files read (whole or on from where they stopped)
+
+    def _name(self, kind: str, rel: str, context: str) -> str:
+        return hashlib.sha256(f"{kind}\0{rel}\0{context}".encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".entry"
+
+    def get(self, kind: str, rel: str, context: str = "") -> Entry | None:
+        """The entry kept for this file, whatever its signature; None when there is none or it cannot be trusted."""
+        name = self._name(kind, rel, context)
+        self.used.add(name)
+        path = self.folder / name
+        if not private(path):
+            return None
+        try:
+            with path.open("rb") as handle:
+                key, entry = pickle.load(handle)
+        except Exception:  # noqa: BLE001 - a damaged or unreadable entry is a miss
+            return None
+        return entry if key == (kind, rel, context) and isinstance(entry, Entry) else None
+
+    def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
+        """Keep an entry, written whole or not at all (a build that dies mid-write leaves no half entry)."""
+        name = self._name(kind, rel, context)
+        self.used.add(name)
+        part = self.folder / f".{name}.{os.getpid()}.part"
+        try:
+            with part.open("wb") as handle:
+                pickle.dump(((kind, rel, context), entry), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(part, self.folder / name)
+        except OSError:
+            with contextlib.suppress(OSError):
+                part.unlink(missing_ok=True)
+
+    def forget_the_rest(self) -> None:
+        """Entries of files this build did not ask for (deleted, renamed or rotated logs) are thrown away."""
+        try:
+            for path in self.folder.iterdir():
+                if path.name not in self.used:
+                    path.unlink()
+        except OSError:
+            pass
+
+
+def enabled() -> bool:
+    return os.environ.get("REPORTGEN_CACHE", "").strip().lower() not in {"off", "0", "no"}
+
+
+def open_cache(logs: Path) -> ParseCache | None:
+    """The parse cache of a LOGS folder in the user's cache folder; the caches of other fingerprints (an
+    earlier reportgen, other library versions) are thrown away. None when it is turned off or no
+    private folder can be had."""
+    if not enabled():
+        return None
+    current = fingerprint()
+    top = cache_folder("ingest")
+    if top is None:
+        return None
+    try:
+        for other in top.iterdir():
+            if other.name != current and private(other):
+                shutil.rmtree(other, ignore_errors=True)
+    except OSError:
+        pass
+    where = hashlib.sha256(str(logs.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    folder = cache_folder("ingest", current, where)
+    return None if folder is None else ParseCache(folder)

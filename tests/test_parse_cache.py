@@ -1,0 +1,247 @@
+"""The parse cache (ingest/cache.py): a log unchanged since the last build is not read again, a native
+event log that has only grown is read on from where the last read stopped, and either way the campaign
+reads exactly as it does without the cache. The cache lives in the user's cache folder, never under LOGS,
+and is thrown away when it does not match."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SAMPLE_LOGS, SAMPLE_PLAN
+
+from reportgen.build import build
+from reportgen.events import EventLog, ticking
+from reportgen.ingest import cache as cache_module
+from reportgen.ingest import ingest, native
+from reportgen.ingest.cache import open_cache
+from reportgen.usercache import cache_folder
+
+START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+
+def event_log(path: Path, run: str = "r1", steps: int = 30) -> bytes:
+    """A native event log as reportgen's EventLog writes it, with damaged lines a crash or a stray print
+    leaves among them (those only can be written by hand)."""
+    log = EventLog(path, run=run, clock=ticking(START, minutes=1))
+    log.run_start(config={"lr": 1e-4, "max_steps": steps}, variant="control")
+    for step in range(1, steps + 1):
+        log.metric(step=step, loss=2.0 / step, **({"grad_norm": 1.0} if step % 3 else {}))
+        if step % 10 == 0:
+            log.eval(step=step, metrics={"eval_loss": 1.0 / step})
+            log.checkpoint_save(step=step, path=f"ckpt/{run}/checkpoint-{step}", seconds=3.0,
+                                state=["model", "optimizer", "scheduler", "rng", "progress"])
+    log.run_end(status="completed", step=steps)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(5, b"Traceback (most recent call last):\n")  # a stray print: set aside, counted
+    lines.insert(9, b"\n")
+    lines.insert(14, b'  {"ts":"2026-11-02T09:14:30Z","type":"metric","run":"r1","step":14,"metrics":{"late":0.5}}\n')
+    lines.insert(20, b'{"ts":"2026-11-02T09:20:00Z","type":"metric","run":"r1","step":"x","metrics":{"loss":1}}\n')
+    data = codecs.BOM_UTF8 + b"".join(lines)
+    path.write_bytes(data)
+    return data
+
+
+def same_log(a: native.NativeLog, b: native.NativeLog) -> None:
+    pd.testing.assert_frame_equal(a.metrics, b.metrics)
+    assert a.events == b.events
+    assert a.input == b.input
+
+
+def test_a_log_read_on_from_where_it_stopped_reads_as_the_whole_log_wherever_it_was_cut(tmp_path):
+    """Every way a growing log can have been seen (cut at any byte: mid-line, at a line's end, inside the
+    BOM) then read on gives what reading the whole log gives: nothing read twice, nothing lost."""
+    whole_path = tmp_path / "whole.jsonl"
+    data = event_log(whole_path)
+    whole = native.read(whole_path, "events.jsonl")
+    assert whole.input.skipped == 2 and whole.input.blank == 1 and "late" in whole.metrics.columns
+    growing = tmp_path / "events.jsonl"
+    cuts = sorted({*range(0, len(data), 97), *(i + d for i, b in enumerate(data) if b == 10 for d in (0, 1) if i % 5 == 0), 1, 2, 3})
+    for cut in cuts:
+        growing.write_bytes(data[:cut])
+        _seen, since = native.read_on(growing, "events.jsonl")
+        growing.write_bytes(data)
+        again, _ = native.read_on(growing, "events.jsonl", since)
+        same_log(again, whole)
+
+
+def test_a_log_that_grew_is_read_from_where_it_stopped_not_from_its_start(tmp_path, monkeypatch):
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    _log, since = native.read_on(path, "events.jsonl")
+    with path.open("ab") as handle:
+        handle.write(json.dumps({"ts": "2026-11-02T10:00:00Z", "type": "metric", "run": "r1", "step": 31,
+                                 "metrics": {"loss": 0.01}}).encode() + b"\n")
+    read = []
+    monkeypatch.setattr(native, "_read_lines", lambda buf, body, first, out, real=native._read_lines: read.append((len(buf), first)) or real(buf, body, first, out))
+    log, after = native.read_on(path, "events.jsonl", since)
+    assert read == [(path.stat().st_size - len(data), since.lines + 1)]  # the new line alone, numbered after the others
+    assert log.metrics["step"].iloc[-1] == 31 and log.metrics["line"].iloc[-1] == since.lines + 1
+    assert after.end == path.stat().st_size and after.lines == since.lines + 1
+
+
+@pytest.mark.parametrize("change", ["rewritten", "truncated", "edited before the end", "edited at the start"])
+def test_a_log_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, change):
+    """Counter-examples: what was read before is trusted only when its first and last 64 KB are as they were."""
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    _log, since = native.read_on(path, "events.jsonl")
+    edited = {
+        "rewritten": data.replace(b'"r1"', b'"r2"') + b"\n",
+        "truncated": data[: len(data) // 2],
+        "edited before the end": data[:-40] + data[-40:].replace(b"completed", b"failed---") + b"\n",
+        "edited at the start": data[:60].replace(b"2026", b"2027") + data[60:] + b"\n",
+    }[change]
+    path.write_bytes(edited)
+    read = []
+    monkeypatch.setattr(native, "_read_lines", lambda buf, body, first, out, real=native._read_lines: read.append(first) or real(buf, body, first, out))
+    log, _ = native.read_on(path, "events.jsonl", since)
+    assert read == [1]
+    same_log(log, native.read(path, "events.jsonl"))
+
+
+def test_a_line_being_written_is_read_when_it_is_whole_and_counted_once(tmp_path):
+    """The half-written last line of a live log is read as cut off while it is; once its writer ends it,
+    the next read reads it whole, and it is one line, not a damaged one and a good one."""
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    line = json.dumps({"ts": "2026-11-02T10:00:00Z", "type": "metric", "run": "r1", "step": 31, "metrics": {"loss": 0.01}}).encode()
+    path.write_bytes(data + line[:25])
+    log, since = native.read_on(path, "events.jsonl")
+    assert log.input.cut_off and log.input.skipped == 3
+    path.write_bytes(data + line + b"\n")
+    log, _ = native.read_on(path, "events.jsonl", since)
+    assert not log.input.cut_off and log.input.skipped == 2
+    assert log.input.lines == since.lines + 1 and log.metrics["step"].iloc[-1] == 31
+
+
+def sample_copy(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    (logs / "plan.yaml").unlink()
+    return logs
+
+
+def site_files(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+def test_a_build_with_the_cache_is_the_build_without_it(tmp_path, monkeypatch):
+    """Cold, warm, and after a log grew, a cut-off line was finished and a file was removed: the site is
+    the one a build without the cache writes, and an unchanged log is not read again."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    logs = sample_copy(tmp_path)
+    calls: list[str] = []
+    real = native.read_on
+    monkeypatch.setattr(native, "read_on", lambda path, rel, since=None: calls.append(rel) or real(path, rel, since))
+
+    def both(name: str) -> None:
+        build(logs, SAMPLE_PLAN, tmp_path / f"{name}-plain", jobs=1)
+        calls.clear()
+        build(logs, SAMPLE_PLAN, tmp_path / f"{name}-cached", jobs=1, cache=True)
+        assert site_files(tmp_path / f"{name}-cached") == site_files(tmp_path / f"{name}-plain"), name
+
+    both("cold")
+    natives = sorted(p.relative_to(logs).as_posix() for p in logs.rglob("*.jsonl") if p.read_bytes().lstrip().startswith(b'{"ts"'))
+    assert natives and set(natives) <= set(calls)
+    both("warm")
+    assert calls == []  # nothing changed: nothing read
+    grown = logs / natives[0]
+    last = json.loads(grown.read_text(encoding="utf-8").splitlines()[-1])
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"ts": last["ts"], "type": "metric", "run": last.get("run", "x"), "step": 1,
+                                 "metrics": {"note_loss": 1.0}}) + "\n" + '{"ts": "2026-11-0')
+    both("grown")
+    assert calls == [natives[0]]
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write('2T09:00:00Z", "type": "metric", "run": "x", "step": 2, "metrics": {"note_loss": 2.0}}\n')
+    (logs / natives[-1]).unlink()
+    both("finished")
+    assert calls == [natives[0]]
+
+
+def test_the_cache_lives_in_the_user_cache_folder_and_nothing_is_written_under_logs(tmp_path, monkeypatch):
+    logs = sample_copy(tmp_path)
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in logs.rglob("*")}
+    build(logs, SAMPLE_PLAN, tmp_path / "site", cache=True)
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in logs.rglob("*")} == before
+    cache = open_cache(logs)
+    assert cache is not None and cache.folder.is_relative_to(Path(os.environ["XDG_CACHE_HOME"]))
+    assert any(cache.folder.iterdir())
+
+
+def test_a_removed_log_leaves_the_cache_with_it(tmp_path):
+    logs = sample_copy(tmp_path)
+    first = open_cache(logs)
+    ingest(logs, cache=first)
+    kept = set(first.folder.iterdir())
+    victim = next(p for p in sorted(logs.rglob("*.jsonl")) if p.read_bytes().lstrip().startswith(b'{"ts"'))
+    victim.unlink()
+    second = open_cache(logs)
+    ingest(logs, cache=second)
+    assert len(set(second.folder.iterdir())) == len(kept) - 1
+
+
+def test_a_cache_of_another_reportgen_is_thrown_away_and_a_damaged_entry_is_a_miss(tmp_path, monkeypatch):
+    logs = sample_copy(tmp_path)
+    monkeypatch.setattr(cache_module, "fingerprint", lambda: "an-older-build00")
+    old = open_cache(logs)
+    ingest(logs, cache=old)
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", os.environ["XDG_CACHE_HOME"])
+    current = open_cache(logs)
+    assert not old.folder.exists() and current.folder != old.folder
+    expected = ingest(logs)
+    ingest(logs, cache=current)
+    for entry in current.folder.iterdir():
+        entry.write_bytes(b"not a pickle")
+    again = open_cache(logs)
+    got = ingest(logs, cache=again)
+    assert again.hits == 0 and again.reads > 0
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+
+
+def test_the_cache_is_off_when_asked_or_when_others_could_write_to_it(tmp_path, monkeypatch):
+    logs = sample_copy(tmp_path)
+    monkeypatch.setenv("REPORTGEN_CACHE", "off")
+    assert open_cache(logs) is None
+    monkeypatch.delenv("REPORTGEN_CACHE")
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    assert cache_folder("ingest") is not None  # made private to this user
+    (shared / "reportgen").chmod(0o777)  # a folder anyone could write to: what it holds is never loaded
+    assert cache_folder("ingest") is None and open_cache(logs) is None
+
+
+def test_a_signature_tells_a_file_rewritten_to_the_same_size_apart(tmp_path):
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 200_000)
+    first = cache_module.signature(path, path.read_bytes()[:65536])
+    stat = path.stat()
+    path.write_bytes(b"x" * 199_999 + b"y")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same size and time: only the tail differs
+    assert cache_module.signature(path, path.read_bytes()[:65536]) != first
+    assert cache_module.signature(tmp_path / "gone.log", b"") is None
+
+
+@pytest.mark.parametrize("campaign", ["trainer-restart", "trainer-tb-only", "plain-prints"])
+def test_unchanged_tensorboard_files_and_console_logs_are_loaded_not_read(tmp_path, campaign):
+    """Real TensorBoard event files and captured Trainer output (tests/fixtures/make_fixtures.py): a warm
+    build reads none of them and the campaign reads the same, runs, continuations and all."""
+    logs = tmp_path / campaign
+    shutil.copytree(Path(__file__).parent / "fixtures" / "campaigns" / campaign, logs)
+    expected = ingest(logs)
+    cold = open_cache(logs)
+    ingest(logs, cache=cold)
+    warm = open_cache(logs)
+    got = ingest(logs, cache=warm)
+    assert cold.reads > 0 and warm.reads == 0 and warm.hits == cold.reads
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs and got.messages == expected.messages
