@@ -11,8 +11,10 @@ in the logs, so that two builds of the same logs are the same. Pure: nothing her
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import cache
 
 from reportgen.analysis.runs import total_steps
 from reportgen.analysis.schedule import (
@@ -97,7 +99,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     `dropped` are the variants dropped at a decision point."""
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
-    paces = {run_id: wall_pace(frames.get(run_id)) for run_id in campaign.runs}
+    paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
     gpus = set(plan.gpu_names())
     ends: dict[str, datetime] = {}
     free_at: dict[str, datetime] = {}
@@ -175,16 +177,16 @@ def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus
 
 
 def _running(step_id: str, hours: float, patterns: list[str], started: datetime, campaign: Campaign,
-             statuses: dict[str, RunStatus], paces: dict[str, WallPace | None], now: datetime) -> StepForecast:
+             statuses: dict[str, RunStatus], paces: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
     """A step under way: each run still going ends when its steps left are done at its wall-clock pace (its
     own, else that of another run of the step: the run it resumes, say); without such a run, the step ends the
     plan's hours after it started, now at the earliest."""
     runs = runs_matching(patterns, campaign.runs)
     going = [run for run in runs if still_going(run, statuses)]
-    others = [(run.id, pace) for run in runs if (pace := paces.get(run.id)) is not None and pace.seconds_per_step]
+    others = [(run.id, pace) for run in runs if (pace := paces(run.id)) is not None and pace.seconds_per_step]
     ends, said, evidence = [], [], []
     for run in going:
-        projected = _run_end(run, paces.get(run.id), others, now)
+        projected = _run_end(run, paces(run.id), others, now)
         if projected is None:
             continue
         end, text, cited = projected

@@ -677,8 +677,11 @@ def _name(groups: list[list[str]], sources: dict[str, Source], campaign: Campaig
 
 def rename(campaign: Campaign, renames: dict[str, str], texts: list[TextLog]) -> None:
     """Give every record the id of the run its source became."""
-    if len(campaign.metrics):
-        campaign.metrics["run"] = campaign.metrics["run"].map(lambda r: renames.get(r, r))
+    if len(campaign.metrics) and renames:
+        column = campaign.metrics["run"]
+        codes, names = pd.factorize(column)  # each run id renamed once, not once a row
+        renamed = np.array([renames.get(name, name) for name in names], dtype=object)
+        campaign.metrics["run"] = pd.Series(renamed[codes], index=column.index, dtype=column.dtype)
     lists = (campaign.run_events, campaign.evaluations, campaign.checkpoint_ops, campaign.reload_tests,
              campaign.stops, campaign.run_facts, campaign.checkpoints, campaign.messages)
     for items in lists:
