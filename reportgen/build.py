@@ -49,7 +49,8 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
     with during(f"reading the frozen plan in {logs}"):
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
-    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=open_cache(logs) if cache else None)
+    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=open_cache(logs) if cache else None,
+                      live=now)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen.build import prepare
 from reportgen.cli import cli
+from reportgen.ingest import WRITING_SECONDS
 
 CUT = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # during train-r16: lora-r16-2 resumed, at step 1,330
 
@@ -221,3 +222,39 @@ def test_the_gantt_chart_draws_the_steps_still_to_do_as_projected_and_a_line_at_
     finished = charts.schedule_gantt(sample["schedule"], sample["clock"])
     assert [trace["name"] for trace in finished["data"]] == ["planned", "actual"]
     assert not any(a["text"] == "now" for a in finished["layout"]["annotations"])
+
+
+def _half_written(tmp_path: Path) -> tuple[Path, str, datetime]:
+    """The live sample with lora-r16-2's next row half written (no newline yet), its file changed at `changed`."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+    row = json.dumps({**last, "ts": "2026-11-03T10:00:00+09:00", "type": "metric", "step": last.get("step", 0) + 10,
+                      "metrics": {"loss": 1.0}})
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(row[: len(row) // 2])
+    changed = datetime.fromtimestamp(log.stat().st_mtime, UTC)
+    return logs, "runs/lora-r16-2/events.jsonl", changed
+
+
+def test_a_last_line_being_written_during_the_lot_is_no_damage_and_ends_no_run(tmp_path):
+    logs, rel, changed = _half_written(tmp_path)
+    report = prepare(logs, logs / "plan.yaml", now=changed + timedelta(seconds=20)).report
+    info = next(i for i in report["inputs"] if i["path"] == rel)
+    assert not info["problems"] and any("being written" in note for note in info["notes"])
+    assert info["skipped"] == 0 and info["lines"] == info["records"] + info["blank"]
+    run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
+    assert run["status"] == "unknown"  # still going: the clock projects it
+    assert next(s for s in report["clock"]["steps"] if s["id"] == "train-r16")["state"] == "running"
+
+
+@pytest.mark.parametrize("when", ["long after the file changed", "a build (no wall clock)"])
+def test_a_last_line_cut_off_is_damage_when_the_file_stopped_changing_or_the_build_is_not_live(tmp_path, when):
+    """Counter-examples: a file untouched for longer than WRITING_SECONDS, and any `build`, report the cut."""
+    logs, rel, changed = _half_written(tmp_path)
+    now = changed + timedelta(seconds=WRITING_SECONDS + 1) if when.startswith("long") else None
+    report = prepare(logs, logs / "plan.yaml", now=now).report
+    info = next(i for i in report["inputs"] if i["path"] == rel)
+    assert any("cut off" in p["message"] for p in info["problems"]) and info["skipped"] == 1
+    run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
+    assert run["status"] == "interrupted" and "cut off" in run["status_reason"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -115,10 +116,12 @@ def check_logs(logs: Path) -> None:
 
 
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1,
-           cache: ParseCache | None = None) -> Campaign:
+           cache: ParseCache | None = None, live: datetime | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model, shared among up to `jobs` worker processes;
     bad records become problems. With `cache`, what is read of each log is kept for the next build, and
-    what was kept of the logs unchanged since the last is used instead of reading them again."""
+    what was kept of the logs unchanged since the last is used instead of reading them again. `live`: the
+    wall clock of a build made while the campaign runs (`watch`), when a last record still being written
+    is no damage (_being_written)."""
     check_logs(logs)
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
@@ -152,6 +155,8 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         frames.extend(f for f in reading.frames if len(f))
         _add_events(campaign, reading.events)
     campaign.inputs.sort(key=lambda i: i.path)
+    if live is not None:
+        _being_written(campaign, found, live)
     if frames:
         metrics = pd.concat(frames, ignore_index=True, sort=False)
         metrics["path"] = metrics["path"].astype(str)
@@ -180,6 +185,36 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         _one_per_evaluation(campaign)
         _time_evaluations(campaign)
     return campaign
+
+
+# A file changed this recently before a live build, whose last record is incomplete, is being written.
+WRITING_SECONDS = 300
+
+
+def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now: datetime) -> None:
+    """While the campaign runs, a log whose last record has no end yet (a line without its newline, a
+    record cut short) and that changed less than WRITING_SECONDS before the build is being written: its
+    last record is not damage, not counted, and tells nothing of how its run ended; it is read once
+    whole. A log that stopped changing longer ago with its last record cut is cut off, as in a build."""
+    for info in campaign.inputs:
+        if not info.cut_off or info.path not in found:
+            continue
+        try:
+            changed = datetime.fromtimestamp(found[info.path][0].stat().st_mtime, UTC)
+        except OSError:
+            continue
+        age = (now - changed).total_seconds()
+        if age >= WRITING_SECONDS:
+            continue
+        info.cut_off = False
+        cut = next((p for p in reversed(info.problems) if "cut off" in p.message), None)
+        if cut is not None:
+            info.problems.remove(cut)
+            if info.lines is not None and cut.line == info.lines and info.skipped:
+                info.lines -= 1
+                info.skipped -= 1
+        info.notes.append(f"its last record is being written (the file changed {max(0.0, age):.0f} s before this build): "
+                          "read once it is whole")
 
 
 def _one_name_per_metric(campaign: Campaign) -> None:
