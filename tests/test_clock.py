@@ -184,12 +184,14 @@ def test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_wi
     assert not report["clock"]["running"]
     [alert] = [a for a in report["alerts"] if a["code"] == "not_transferred"]
     assert alert["key"] == "transfer:ckpt/lora-r16-2/checkpoint-2800"
-    assert alert["message"].startswith("checkpoint ckpt/lora-r16-2/checkpoint-2800 is still on the rented machine: "
-                                       "1.33 min left in the lot, less than 2 x the median transfer")
+    assert alert["message"] == ("checkpoint ckpt/lora-r16-2/checkpoint-2800 is still on the rented machine: "
+                                "1.33 min left in the lot, less than 2 x its transfer time (41.3 s, the median of its run's "
+                                "3 timed transfers)")
     left = report["clock"]["on_machine"]
     assert [(i["kind"], i["name"]) for i in left["items"]] == [("checkpoint", "ckpt/lora-r16-2/checkpoint-2800")]
-    # 80 s still hold one transfer of about 42 s (an alert all the same: less than twice it is left); 20 s do not.
-    assert left["transfers_timed"] > 0 and left["seconds_needed"] == left["transfer_seconds"] and left["fits"] is True
+    # 80 s still hold one transfer of about 41 s (an alert all the same: less than twice it is left); 20 s do not.
+    assert left["transfers_timed"] > 0 and left["seconds_needed"] == left["items"][0]["transfer_seconds"] == 41.3
+    assert left["fits"] is True
     last_seconds = datetime.fromisoformat("2026-11-05T08:59:40+09:00")
     assert prepare(logs, logs / "plan.yaml", now=last_seconds).report["clock"]["on_machine"]["fits"] is False
     earlier = prepare(logs, logs / "plan.yaml", now=near_end - timedelta(minutes=10)).report
@@ -258,3 +260,28 @@ def test_a_last_line_cut_off_is_damage_when_the_file_stopped_changing_or_the_bui
     assert any("cut off" in p["message"] for p in info["problems"]) and info["skipped"] == 1
     run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
     assert run["status"] == "interrupted" and "cut off" in run["status_reason"]
+
+
+def test_each_item_left_on_the_machine_is_judged_by_its_own_runs_transfer_time(tmp_path):
+    """lora-r64-1's checkpoints copy off slowly (300 s each, say a larger adapter); lora-r16-2's in about 41 s.
+    With 9 minutes left, lora-r64-1's last checkpoint is an alert (under twice its 300 s) and lora-r16-2's is
+    not (the counter-example): one campaign-wide median would have called both alike."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    for run, dropped in (("lora-r16-2", "checkpoint-2800"), ("lora-r64-1", "checkpoint-2000")):
+        log = logs / "runs" / run / "events.jsonl"
+        kept = []
+        for line in log.read_text(encoding="utf-8").splitlines(keepends=True):
+            if '"checkpoint_transfer"' in line and f'/{dropped}"' in line:
+                continue
+            if run == "lora-r64-1" and '"checkpoint_transfer"' in line:
+                record = json.loads(line)
+                line = json.dumps({**record, "seconds": 300.0}) + "\n"
+            kept.append(line)
+        log.write_text("".join(kept), encoding="utf-8")
+    report = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-05T08:51:00+09:00")).report
+    items = {i["name"]: i for i in report["clock"]["on_machine"]["items"]}
+    assert items["ckpt/lora-r64-1/checkpoint-2000"]["transfer_seconds"] == 300.0
+    assert items["ckpt/lora-r16-2/checkpoint-2800"]["transfer_seconds"] == 41.3
+    assert [a["key"] for a in report["alerts"] if a["code"] == "not_transferred"] == ["transfer:ckpt/lora-r64-1/checkpoint-2000"]
+    assert report["clock"]["on_machine"]["seconds_needed"] == 341.3

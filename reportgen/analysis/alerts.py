@@ -57,18 +57,30 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
 
 
 @dataclass(frozen=True)
-class OnMachine:
-    """What is still on the rented machine (R12): each checkpoint and deliverable not copied off, and how
-    long copying one takes as measured (the median transfer; None when none was timed: unknown, not zero)."""
+class LeftThere:
+    """A checkpoint or deliverable still on the rented machine, with how long copying it off takes as
+    measured: the median transfer of its own run's checkpoints, else of the campaign's (None when no
+    transfer was timed: unknown, not zero), and what that figure is."""
 
-    items: list[tuple[str, str, list[Evidence]]]  # (kind: "checkpoint" or "deliverable", name, evidence)
+    kind: str  # "checkpoint" or "deliverable"
+    name: str
+    evidence: list[Evidence]
     transfer_s: float | None
+    basis: str
+
+
+@dataclass(frozen=True)
+class OnMachine:
+    """What is still on the rented machine (R12), each item with its own measured transfer time."""
+
+    items: list[LeftThere]
     transfers_timed: int
 
     @property
     def seconds_needed(self) -> float | None:
-        """Copying everything off, one after another, at the median measured transfer."""
-        return None if self.transfer_s is None else self.transfer_s * len(self.items)
+        """Copying everything off, one after another, each at its measured transfer; None when one is unknown."""
+        times = [item.transfer_s for item in self.items]
+        return None if any(t is None for t in times) else sum(t for t in times if t is not None)
 
     def fits(self, hours_left: float) -> bool | None:
         needed = self.seconds_needed
@@ -76,23 +88,37 @@ class OnMachine:
 
 
 def on_machine(campaign: Campaign, checkpoints: CheckpointsReport, deliverables: list[DeliverableResult]) -> OnMachine:
-    timed = [op.seconds for op in campaign.checkpoint_ops if op.op == "transfer" and op.seconds]
-    items = [("checkpoint", item.checkpoint.path, item.location.evidence) for item in checkpoints.left_on_machine]
-    items += [("deliverable", result.id, result.location.evidence) for result in deliverables
-              if result.location is not None and result.location.status in LEFT_ON_MACHINE]
-    return OnMachine(items, median(timed), len(timed))
+    transfers = [op for op in campaign.checkpoint_ops if op.op == "transfer" and op.seconds]
+    of_run: dict[str | None, list[float]] = {}
+    for op in transfers:
+        of_run.setdefault(op.run, []).append(float(op.seconds or 0.0))
+    everyone = median([float(op.seconds or 0.0) for op in transfers])
+
+    def measured(run: str | None, kind: str) -> tuple[float | None, str]:
+        own = of_run.get(run, []) if run is not None else []
+        if own:
+            return median(own), f"the median of its run's {len(own)} timed transfer{'s' if len(own) != 1 else ''}"
+        if everyone is not None:
+            whose = "the campaign's" if kind == "checkpoint" else "the campaign's checkpoint"
+            return everyone, f"no transfer of {'its run' if kind == 'checkpoint' else 'a deliverable'} timed: " \
+                             f"the median of {whose} {len(transfers)} timed transfer{'s' if len(transfers) != 1 else ''}"
+        return None, "no transfer timed"
+
+    items = [LeftThere("checkpoint", item.checkpoint.path, item.location.evidence, *measured(item.checkpoint.run, "checkpoint"))
+             for item in checkpoints.left_on_machine]
+    items += [LeftThere("deliverable", result.id, result.location.evidence, *measured(None, "deliverable"))
+              for result in deliverables if result.location is not None and result.location.status in LEFT_ON_MACHINE]
+    return OnMachine(items, len(transfers))
 
 
 def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
-    """Each item still on the machine when less than TRANSFER_MARGIN times a transfer is left in the lot."""
-    seconds = left_there.transfer_s
+    """Each item still on the machine when less than TRANSFER_MARGIN times its own transfer time is left in the
+    lot (none for an item whose transfer time is unknown: no transfer was timed)."""
     left = clock.hours_left * 3600
-    if seconds is None or left >= TRANSFER_MARGIN * seconds:
-        return []  # no transfer was timed (how long one takes is unknown, not zero), or time enough
-    why = (f"{_spoken(left)} left in the lot, less than {TRANSFER_MARGIN:g} x the median transfer "
-           f"({figure(seconds)} s over {left_there.transfers_timed})")
-    return [Alert("not_transferred", f"transfer:{name}", f"{kind} {name} is still on the rented machine: {why}", evidence)
-            for kind, name, evidence in left_there.items]
+    return [Alert("not_transferred", f"transfer:{item.name}",
+                  f"{item.kind} {item.name} is still on the rented machine: {_spoken(left)} left in the lot, less than "
+                  f"{TRANSFER_MARGIN:g} x its transfer time ({figure(item.transfer_s)} s, {item.basis})", item.evidence)
+            for item in left_there.items if item.transfer_s is not None and left < TRANSFER_MARGIN * item.transfer_s]
 
 
 def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:

@@ -278,8 +278,8 @@ def _clock_json(clock: Clock | None, left_there: OnMachine, tz: tzinfo) -> dict 
                    "evidence": evidence(s.evidence)} for s in clock.steps],
         "options": [{"kind": o.kind, "label": o.label, "fits": o.fits, "note": o.note} for o in clock.options],
         "on_machine": {
-            "items": [{"kind": kind, "name": name, "evidence": evidence(cited)} for kind, name, cited in left_there.items],
-            "transfer_seconds": left_there.transfer_s,
+            "items": [{"kind": item.kind, "name": item.name, "evidence": evidence(item.evidence),
+                       "transfer_seconds": item.transfer_s, "basis": item.basis} for item in left_there.items],
             "transfers_timed": left_there.transfers_timed,
             "seconds_needed": left_there.seconds_needed,
             "fits": left_there.fits(clock.hours_left),
