@@ -154,3 +154,29 @@ def test_a_served_page_reloads_itself_after_the_site_is_built_again(tmp_path):
         watcher.join(120)
         server.shutdown()
         server.server_close()
+
+
+def test_stops_new_since_the_reader_last_marked_them_seen_are_marked(tmp_path):
+    """The first look at a campaign marks nothing; after a build that found more stops, the same browser
+    marks exactly those as new, and keeps marking them on the next look (until "Mark as seen")."""
+    from test_clock import live_logs
+
+    early = live_logs(tmp_path / "early")
+    first, later = tmp_path / "first", tmp_path / "later"
+    assert CliRunner().invoke(cli, ["build", str(early), str(early / "plan.yaml"), "-o", str(first), "-q"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(later), "-q"]).exit_code == 0
+    before = set(re.findall(r'data-seen="([^"]+)"', (first / "stops.html").read_text(encoding="utf-8")))
+    after = set(re.findall(r'data-seen="([^"]+)"', (later / "stops.html").read_text(encoding="utf-8")))
+    assert before and after - before and before <= after
+    # The same address for both sites (the browser keeps what was seen per campaign, not per folder).
+    shown = tmp_path / "shown"
+    shutil.copytree(first, shown)
+    dom = rendered_dom(shown / "stops.html", tmp_path)
+    assert 'class="tag tag-new"' not in dom and "seen-notice" not in dom  # the first look: everything counts as seen
+    shutil.rmtree(shown)
+    shutil.copytree(later, shown)
+    for _look in range(2):
+        dom = rendered_dom(shown / "stops.html", tmp_path)
+        marked = set(re.findall(r'<tr id="[^"]*" data-seen="([^"]+)" class="new"', dom))
+        assert marked == after - before
+        assert f"{len(marked)} stop" in dom and "new since you last marked them seen" in dom

@@ -498,7 +498,7 @@ def test_the_overview_names_its_first_warnings_and_stops_and_the_rest_are_a_link
     assert shown[0] == OVERVIEW_ROWS and len(shown) > 1 and sum(shown) == len(thousands["warnings"])
     assert f"<ul><li>{escape(thousands['warnings'][OVERVIEW_ROWS]['message'])} — " in html[pages[1]]
     stops = re.search(r"<h2>Stops</h2>.*?</ul>", html["index.html"], re.DOTALL)[0]
-    assert stops.count("<li><strong>") == OVERVIEW_ROWS
+    assert stops.count('<li data-seen="stop|') == OVERVIEW_ROWS
     assert f'<li>and {len(thousands["stops"]) - OVERVIEW_ROWS:,} more, in <a href="stops.html">the stop ledger</a></li>' in stops
 
 

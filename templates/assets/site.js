@@ -20,3 +20,55 @@
     });
   });
 })();
+
+// Marks the stops and alerts that are new since the reader last marked them seen, in this browser (its
+// local storage, per campaign): during the lot, a page that reloads itself after each build keeps the mark
+// until "Mark as seen" is pressed. The first visit marks nothing: everything on it counts as seen.
+(function () {
+  "use strict";
+  var campaign = document.body.getAttribute("data-campaign");
+  var items = document.querySelectorAll("[data-seen]");
+  if (!campaign || !items.length) { return; }
+  var storeKey = "reportgen:" + campaign + ":seen";
+  var stored;
+  try { stored = JSON.parse(window.localStorage.getItem(storeKey) || "null"); } catch (e) { return; }
+  var seen = {};
+  (Array.isArray(stored) ? stored : []).forEach(function (key) { seen[key] = true; });
+  var fresh = [];
+  items.forEach(function (item) {
+    var key = item.getAttribute("data-seen");
+    if (!Array.isArray(stored)) { seen[key] = true; } else if (!seen[key]) { fresh.push(item); }
+  });
+  function save() {
+    try { window.localStorage.setItem(storeKey, JSON.stringify(Object.keys(seen))); } catch (e) { /* private mode */ }
+  }
+  if (!Array.isArray(stored)) { save(); return; }
+  if (!fresh.length) { return; }
+  fresh.forEach(function (item) {
+    item.classList.add("new");
+    var tag = document.createElement("span");
+    tag.className = "tag tag-new";
+    tag.textContent = "new";
+    (item.tagName === "TR" ? item.firstElementChild : item).prepend(tag);
+  });
+  var notice = document.createElement("p");
+  notice.className = "seen-notice";
+  notice.textContent = fresh.length + (fresh.length === 1 ? " stop or alert" : " stops and alerts") +
+    " new since you last marked them seen. ";
+  var button = document.createElement("button");
+  button.type = "button";
+  button.textContent = "Mark as seen";
+  button.addEventListener("click", function () {
+    fresh.forEach(function (item) {
+      seen[item.getAttribute("data-seen")] = true;
+      item.classList.remove("new");
+      var tag = item.querySelector(".tag-new");
+      if (tag) { tag.remove(); }
+    });
+    save();
+    notice.remove();
+  });
+  notice.appendChild(button);
+  var main = document.querySelector("main");
+  if (main) { main.prepend(notice); }
+})();
