@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
@@ -285,3 +286,28 @@ def test_each_item_left_on_the_machine_is_judged_by_its_own_runs_transfer_time(t
     assert items["ckpt/lora-r16-2/checkpoint-2800"]["transfer_seconds"] == 41.3
     assert [a["key"] for a in report["alerts"] if a["code"] == "not_transferred"] == ["transfer:ckpt/lora-r64-1/checkpoint-2000"]
     assert report["clock"]["on_machine"]["seconds_needed"] == 341.3
+
+
+def test_a_step_still_to_come_of_a_variant_measured_already_takes_its_measured_pace(tmp_path):
+    """A second lora-r16 training step (another seed) still to come while train-r16 runs: its 9 h planned at
+    10 s a step become 9 h x the variant's measured s a step / 10 (the median of its runs' wall-clock paces),
+    with those runs' rows as evidence. Counter-examples: lora-r64's step (no run of lora-r64 yet) and the
+    same step without a planned pace keep the plan's hours."""
+    logs = live_logs(tmp_path)
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    second = next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")
+    second.update(variant="lora-r16", runs=["lora-r16-seed2-*"])
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    clock = clock_of(logs)
+    step = next(s for s in clock["steps"] if s["id"] == "train-r64")
+    assert step["state"] == "pending"
+    measured = float(step["basis"].split("at lora-r16's measured ")[1].split(" s a step")[0])
+    assert step["basis"].startswith("not started: the plan's 9 h at 10 s a step, at lora-r16's measured ")
+    assert "(over lora-r16-1, lora-r16-2; evaluations and checkpoints included)" in step["basis"]
+    hours = (datetime.fromisoformat(step["end"]) - datetime.fromisoformat(step["start"])).total_seconds() / 3600
+    assert hours == pytest.approx(9 * measured / 10, rel=5e-3) and hours > 9  # the runs are slower than planned (figure: 3 digits)
+    assert step["evidence"]
+    del second["steps_per_second"]
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    unpaced = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r64")
+    assert unpaced["basis"].startswith("not started: the plan's 9 h from") and not unpaced["evidence"]

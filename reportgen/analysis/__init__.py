@@ -239,7 +239,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     if when is not None and newest is not None and basis == "SOURCE_DATE_EPOCH" and when < newest:
         when, basis = newest, "the newest time in the logs (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
     dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
-    clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis) if when is not None else None
+    clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis, run_variants) if when is not None else None
     left_there = on_machine(campaign, checkpoints, deliverables)
     return Analysis(
         plan=plan,

@@ -26,7 +26,7 @@ from reportgen.analysis.schedule import (
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.variance import WallPace, wall_pace
 from reportgen.model import Campaign, Evidence, Run, Status
-from reportgen.numbers import figure, listed
+from reportgen.numbers import figure, listed, median
 from reportgen.plan.schema import Plan, ScheduleStep
 
 DONE, RUNNING, PENDING, DROPPED = "done", "running", "pending", "dropped"
@@ -94,9 +94,10 @@ def newest_time(campaign: Campaign) -> datetime | None:
 
 
 def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses: dict[str, RunStatus],
-              dropped: set[str], now: datetime, now_basis: str) -> Clock:
+              dropped: set[str], now: datetime, now_basis: str, variants: dict[str, str | None] | None = None) -> Clock:
     """Every step's forecast at `now`, in plan order, and the R8 options when the projection passes the end;
-    `dropped` are the variants dropped at a decision point."""
+    `dropped` are the variants dropped at a decision point, `variants` each run's variant (a step still to come
+    of a variant measured already takes its measured pace)."""
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
     paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
@@ -125,21 +126,52 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
         ends[step.id] = forecast.end or now
         if step.resource in gpus:
             free_at[step.resource] = max(free_at.get(step.resource, now), ends[step.id])
-    placed = _place(pending, ends, free_at, gpus, now, skipped=_dropped(forecasts))
+    durations = {item.step.id: _duration(item.step, variants or {}, paces) for item in pending}
+    placed = _place(pending, ends, free_at, gpus, now, durations, skipped=_dropped(forecasts))
     forecasts.update({f.id: f for f in placed})
     steps = [forecasts[item.step.id] for item in schedule.steps if item.step.id in forecasts]
     optional = [i for i in pending if i.step.category in OPTIONAL_CATEGORIES]
-    without = _place([i for i in pending if i not in optional], ends, free_at, gpus, now,
+    without = _place([i for i in pending if i not in optional], ends, free_at, gpus, now, durations,
                      skipped={i.step.id for i in optional} | _dropped(forecasts)) if optional else []
     clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [])
     clock.options.extend(_options(plan, clock, [i.step.id for i in optional], without))
     return clock
 
 
+@dataclass(frozen=True)
+class Duration:
+    """How long a step still to come will take: the plan's hours, or those hours at its variant's measured pace."""
+
+    hours: float
+    basis: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def _duration(step: ScheduleStep, variants: dict[str, str | None], paces: Callable[[str], WallPace | None]) -> Duration:
+    """A step still to come: when the plan gives its pace (steps_per_second) and runs of its variant were
+    measured already (a pilot, an earlier step, the run going now), its hours at their median wall-clock
+    pace; otherwise the plan's hours."""
+    planned = Duration(step.hours, f"the plan's {figure(step.hours)} h")
+    if step.variant is None or not step.steps_per_second:
+        return planned
+    measured = sorted((run_id, pace) for run_id, variant in variants.items()
+                      if variant == step.variant and (pace := paces(run_id)) is not None and pace.seconds_per_step)
+    if not measured:
+        return planned
+    seconds = median([pace.seconds_per_step or 0.0 for _run, pace in measured]) or 0.0
+    hours = step.hours * seconds * step.steps_per_second
+    runs = listed([run_id for run_id, _pace in measured])
+    return Duration(hours, f"the plan's {figure(step.hours)} h at {figure(1 / step.steps_per_second)} s a step, at "
+                           f"{step.variant}'s measured {figure(seconds)} s a step (over {runs}; evaluations and "
+                           f"checkpoints included): {figure(hours)} h",
+                    [e for _run, pace in measured[:3] for e in (pace.first.evidence, pace.last.evidence)])
+
+
 def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[str, datetime], gpus: set[str], now: datetime,
-           skipped: set[str] | None = None) -> list[StepForecast]:
-    """The steps still to come from `now`, in plan order among those whose dependencies have an end (the rule
-    of planned_timeline), one at a time on each GPU; a dependency `skipped` (dropped, or left out) is no wait."""
+           durations: dict[str, Duration], skipped: set[str] | None = None) -> list[StepForecast]:
+    """The steps still to come from `now`, each `durations` long, in plan order among those whose dependencies
+    have an end (the rule of planned_timeline), one at a time on each GPU; a dependency `skipped` (dropped, or
+    left out) is no wait."""
     ends, free_at, pending = dict(ends), dict(free_at), list(pending)
     skipped = skipped or set()
     placed = []
@@ -152,12 +184,13 @@ def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[s
         start = max([now, *(ends[d] for d in step.depends_on if d in ends)])
         if step.resource in gpus:
             start = max(start, free_at.get(step.resource, now))
-        end = start + timedelta(hours=step.hours)
+        duration = durations[step.id]
+        end = start + timedelta(hours=duration.hours)
         if step.resource in gpus:
             free_at[step.resource] = end
         ends[step.id] = end
-        placed.append(StepForecast(step.id, PENDING, end, f"not started: the plan's {figure(step.hours)} h from "
-                                   f"{start:%Y-%m-%d %H:%M}", start=start))
+        placed.append(StepForecast(step.id, PENDING, end, f"not started: {duration.basis} from {start:%Y-%m-%d %H:%M}",
+                                   duration.evidence, start=start))
     return placed
 
 
