@@ -311,3 +311,34 @@ def test_a_step_still_to_come_of_a_variant_measured_already_takes_its_measured_p
     (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
     unpaced = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r64")
     assert unpaced["basis"].startswith("not started: the plan's 9 h from") and not unpaced["evidence"]
+
+
+def test_with_two_lots_each_gpus_steps_are_judged_against_their_own_lots_end_and_a_gap_is_closed(tmp_path):
+    """Two lots: gpu0 for 2 days from 2026-11-02 00:00, gpu1 for 2 days from 2026-11-05 09:00, a day's gap
+    between them. train-r64 (gpu0) is projected past gpu0's lot though well before the last lot ends: an
+    overrun, which judging it by the last lot's end would miss. evaluate (moved to gpu1) cannot start
+    before its lot does and ends within it. Between the lots no machine is rented: no clock, no alert."""
+    logs = live_logs(tmp_path)
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    first = plan["order"]["lots"][0]
+    first.update(start="2026-11-02T00:00:00+09:00", days=2, gpu_names=["gpu0"])
+    plan["order"]["lots"].append({**first, "label": "RTX 4090, 2 days (second)", "start": "2026-11-05T09:00:00+09:00",
+                                  "gpu_names": ["gpu1"]})
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "evaluate")["resource"] = "gpu1"
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    report = prepare(logs, logs / "plan.yaml").report
+    clock = report["clock"]
+    assert [(lot["gpus"], lot["open"]) for lot in clock["lots"]] == [(["gpu0"], True), (["gpu1"], False)]
+    assert clock["window_end"] == "2026-11-04T00:00:00+09:00"  # the lot open now
+    steps = {s["id"]: s for s in clock["steps"]}
+    r64, evaluate = steps["train-r64"], steps["evaluate"]
+    assert r64["deadline"] == "2026-11-04T00:00:00+09:00" and evaluate["deadline"] == "2026-11-07T09:00:00+09:00"
+    assert "2026-11-04T00:00" < r64["end"] < "2026-11-05T09:00"  # past its lot, within the window's span
+    assert evaluate["start"] == "2026-11-05T09:00:00+09:00" and evaluate["end"] <= evaluate["deadline"]
+    late = (datetime.fromisoformat(r64["end"]) - datetime.fromisoformat(r64["deadline"])).total_seconds() / 3600
+    assert clock["overrun_hours"] == pytest.approx(late, abs=1e-3) and late > 0
+    [overrun] = [a for a in report["alerts"] if a["code"] == "overrun"]
+    assert overrun["message"].startswith("step train-r64 is projected to end ") and "past its lot's end (2026-11-04 00:00)" in overrun["message"]
+    between = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-04T12:00:00+09:00")).report
+    assert not between["clock"]["open"] and not between["clock"]["running"] and between["alerts"] == []
+    assert between["clock"]["hours_left"] == 0

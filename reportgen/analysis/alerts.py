@@ -16,6 +16,7 @@ import pandas as pd
 from reportgen.analysis.checkpoints import LEFT_ON_MACHINE, CheckpointsReport
 from reportgen.analysis.clock import Clock, still_going
 from reportgen.analysis.deliverables import DeliverableResult
+from reportgen.analysis.schedule import hours_between
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.stops import Ledger
 from reportgen.model import Campaign, Evidence
@@ -49,8 +50,12 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
                  + (f" at step {stop.step:,}" if stop.step is not None else "") + f": {stop.reason}", stop.evidence)
            for stop in (stops.stops if working else [])]
     if clock.overrun_hours > 0:
-        out.append(Alert("overrun", "overrun", f"the work left is projected to end {clock.projected_end:%Y-%m-%d %H:%M}, "
-                         f"{figure(clock.overrun_hours)} h past the lot's end ({clock.window_end:%Y-%m-%d %H:%M})"))
+        worst = max(clock.late, key=lambda s: hours_between(s.deadline or clock.window_last, s.end or clock.now))
+        deadline = worst.deadline or clock.window_last
+        what = "the work left is" if len(clock.lots) == 1 else f"step {worst.id} is"  # each lot has its own end
+        out.append(Alert("overrun", "overrun", f"{what} projected to end {worst.end:%Y-%m-%d %H:%M}, "
+                         f"{figure(clock.overrun_hours)} h past {'the' if len(clock.lots) == 1 else 'its'} lot's end "
+                         f"({deadline:%Y-%m-%d %H:%M})"))
     out += _transfers(clock, left_there)
     out += _silent(clock.now, campaign, statuses) if working else []
     return out

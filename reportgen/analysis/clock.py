@@ -43,6 +43,26 @@ class StepForecast:
     basis: str
     evidence: list[Evidence] = field(default_factory=list)
     start: datetime | None = None  # when it started (done, running) or is projected to (pending)
+    deadline: datetime | None = None  # when its machine is reclaimed: its GPU's lot's end (else the last lot's)
+
+
+@dataclass(frozen=True)
+class LotSpan:
+    """One rented lot: when it holds its GPUs."""
+
+    label: str
+    start: datetime
+    end: datetime
+    gpus: tuple[str, ...]
+
+
+def lot_spans(plan: Plan) -> list[LotSpan]:
+    """Each lot of the order with its GPUs' names (the plan's gpu_names, else gpu0, gpu1, ... across lots)."""
+    names, spans = plan.gpu_names(), []
+    for lot in plan.order.lots:
+        spans.append(LotSpan(lot.label, lot.start, lot.start + timedelta(days=lot.days), tuple(names[:lot.gpus])))
+        names = names[lot.gpus:]
+    return spans
 
 
 @dataclass(frozen=True)
@@ -59,20 +79,35 @@ class LotOption:
 class Clock:
     now: datetime
     now_basis: str
-    window_start: datetime
-    window_end: datetime
+    window_start: datetime  # the first lot's start
+    window_last: datetime  # the last lot's end
     steps: list[StepForecast]
     options: list[LotOption]
+    lots: list[LotSpan] = field(default_factory=list)
+
+    @property
+    def holding(self) -> list[LotSpan]:
+        """The lots that hold now (none before the first, after the last, or in a gap between two)."""
+        return [lot for lot in self.lots if lot.start <= self.now < lot.end]
 
     @property
     def open(self) -> bool:
-        """The lot is open at now: the clock runs; otherwise the report is the closing summary."""
-        return self.window_start <= self.now < self.window_end
+        """A lot is open at now: the clock runs; otherwise (no machine rented now) the report is the closing summary."""
+        return bool(self.holding)
+
+    @property
+    def window_end(self) -> datetime:
+        """The end the clock counts down to: the first of the lots open now to end (a machine is reclaimed then),
+        else the last lot's."""
+        holding = self.holding
+        return min(lot.end for lot in holding) if holding else self.window_last
 
     @property
     def hours_left(self) -> float:
-        """What is left of the lot: all of it before it starts, nothing after it ends."""
-        return min(hours_between(self.window_start, self.window_end), max(0.0, hours_between(self.now, self.window_end)))
+        """What is left of the lot open now until its end: all of the window before it starts, nothing once no lot holds now."""
+        if self.now < self.window_start:
+            return hours_between(self.window_start, self.window_last)
+        return max(0.0, hours_between(self.now, self.window_end)) if self.open else 0.0
 
     @property
     def projected_end(self) -> datetime | None:
@@ -81,9 +116,15 @@ class Clock:
         return max(ends) if ends else None
 
     @property
+    def late(self) -> list[StepForecast]:
+        """The steps still to do projected past their deadline (their GPU's lot's end, else the last lot's)."""
+        return [s for s in self.steps if s.state in (RUNNING, PENDING) and s.end is not None
+                and s.end > (s.deadline or self.window_last)]
+
+    @property
     def overrun_hours(self) -> float:
-        end = self.projected_end
-        return 0.0 if end is None else max(0.0, hours_between(self.window_end, end))
+        """How far the latest step runs past its deadline."""
+        return max((hours_between(s.deadline or self.window_last, s.end) for s in self.late if s.end is not None), default=0.0)
 
 
 def newest_time(campaign: Campaign) -> datetime | None:
@@ -102,6 +143,9 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     frames = campaign.frames_by_run()
     paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
     gpus = set(plan.gpu_names())
+    spans = lot_spans(plan)
+    lot_of = {gpu: span for span in spans for gpu in span.gpus}
+    opens = {gpu: span.start for gpu, span in lot_of.items()}  # a GPU runs nothing before its lot starts
     ends: dict[str, datetime] = {}
     free_at: dict[str, datetime] = {}
     forecasts: dict[str, StepForecast] = {}
@@ -127,13 +171,21 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
         if step.resource in gpus:
             free_at[step.resource] = max(free_at.get(step.resource, now), ends[step.id])
     durations = {item.step.id: _duration(item.step, variants or {}, paces) for item in pending}
-    placed = _place(pending, ends, free_at, gpus, now, durations, skipped=_dropped(forecasts))
+    placed = _place(pending, ends, free_at, opens, now, durations, skipped=_dropped(forecasts))
     forecasts.update({f.id: f for f in placed})
-    steps = [forecasts[item.step.id] for item in schedule.steps if item.step.id in forecasts]
+
+    def deadline(step: ScheduleStep) -> datetime:
+        """A GPU step must end before its lot does; a cpu or human step before the last lot ends."""
+        return lot_of[step.resource].end if step.resource in lot_of else schedule.window.end
+
+    steps = [replace(forecasts[item.step.id], deadline=deadline(item.step)) for item in schedule.steps
+             if item.step.id in forecasts]
     optional = [i for i in pending if i.step.category in OPTIONAL_CATEGORIES]
-    without = _place([i for i in pending if i not in optional], ends, free_at, gpus, now, durations,
+    without = _place([i for i in pending if i not in optional], ends, free_at, opens, now, durations,
                      skipped={i.step.id for i in optional} | _dropped(forecasts)) if optional else []
-    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [])
+    by_id = {item.step.id: item.step for item in schedule.steps}
+    without = [replace(f, deadline=deadline(by_id[f.id])) for f in without]
+    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [], spans)
     clock.options.extend(_options(plan, clock, [i.step.id for i in optional], without))
     return clock
 
@@ -167,11 +219,12 @@ def _duration(step: ScheduleStep, variants: dict[str, str | None], paces: Callab
                     [e for _run, pace in measured[:3] for e in (pace.first.evidence, pace.last.evidence)])
 
 
-def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[str, datetime], gpus: set[str], now: datetime,
-           durations: dict[str, Duration], skipped: set[str] | None = None) -> list[StepForecast]:
+def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[str, datetime], opens: dict[str, datetime],
+           now: datetime, durations: dict[str, Duration], skipped: set[str] | None = None) -> list[StepForecast]:
     """The steps still to come from `now`, each `durations` long, in plan order among those whose dependencies
-    have an end (the rule of planned_timeline), one at a time on each GPU; a dependency `skipped` (dropped, or
-    left out) is no wait."""
+    have an end (the rule of planned_timeline), one at a time on each GPU and not before its lot starts
+    (`opens`: each GPU's lot's start); a dependency `skipped` (dropped, or left out) is no wait."""
+    gpus = set(opens)
     ends, free_at, pending = dict(ends), dict(free_at), list(pending)
     skipped = skipped or set()
     placed = []
@@ -183,7 +236,7 @@ def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[s
         step = ready.step
         start = max([now, *(ends[d] for d in step.depends_on if d in ends)])
         if step.resource in gpus:
-            start = max(start, free_at.get(step.resource, now))
+            start = max(start, free_at.get(step.resource, now), opens[step.resource])
         duration = durations[step.id]
         end = start + timedelta(hours=duration.hours)
         if step.resource in gpus:
@@ -276,12 +329,13 @@ def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepFo
                for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
                                    key=lambda c: (c.price, c.days))]
     if optional:
-        rest = [s.end for s in clock.steps if s.state == RUNNING and s.end is not None] + [f.end for f in without if f.end]
-        last = max(rest) if rest else clock.now
-        fits = last <= clock.window_end
+        rest = [s for s in clock.steps if s.state == RUNNING and s.end is not None] + [f for f in without if f.end]
+        last = max((s.end for s in rest if s.end is not None), default=clock.now)
+        late = [hours_between(s.deadline or clock.window_last, s.end) for s in rest if s.end is not None]
+        fits = all(hours <= 0 for hours in late)
         categories = {s.id: s.category for s in plan.schedule.steps}
         options.append(LotOption("reduced", "reduced protocol", fits,
                                  f"leave out {listed(optional)} ({', '.join(sorted({categories[s] for s in optional}))}), "
                                  f"not started: the rest ends {last:%Y-%m-%d %H:%M}"
-                                 + ("" if fits else f", still {figure(hours_between(clock.window_end, last))} h past the end")))
+                                 + ("" if fits else f", still {figure(max(late))} h past the end")))
     return options

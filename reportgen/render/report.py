@@ -274,8 +274,10 @@ def _clock_json(clock: Clock | None, left_there: OnMachine, tz: tzinfo) -> dict 
         "hours_left": hours(clock.hours_left),
         "projected_end": iso(clock.projected_end, tz),
         "overrun_hours": hours(clock.overrun_hours),
-        "steps": [{"id": s.id, "state": s.state, "start": iso(s.start, tz), "end": iso(s.end, tz), "basis": s.basis,
-                   "evidence": evidence(s.evidence)} for s in clock.steps],
+        "lots": [{"label": lot.label, "start": iso(lot.start, tz), "end": iso(lot.end, tz), "gpus": list(lot.gpus),
+                  "open": lot in clock.holding} for lot in clock.lots],
+        "steps": [{"id": s.id, "state": s.state, "start": iso(s.start, tz), "end": iso(s.end, tz), "deadline": iso(s.deadline, tz),
+                   "basis": s.basis, "evidence": evidence(s.evidence)} for s in clock.steps],
         "options": [{"kind": o.kind, "label": o.label, "fits": o.fits, "note": o.note} for o in clock.options],
         "on_machine": {
             "items": [{"kind": item.kind, "name": item.name, "evidence": evidence(item.evidence),
