@@ -12,6 +12,7 @@ import json
 import re
 import socket
 import threading
+from datetime import tzinfo
 from functools import partial
 from html import escape as escape_html
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -45,6 +46,7 @@ class Builds:
         self.version = 0
         self.failure: str | None = None
         self.alerted: set[str] = set()  # the keys of the alerts said on the terminal (the watcher's alone)
+        self.zone: tzinfo | None = None  # the plan's time zone, once a build has read it (the watcher's alone)
 
     def built(self) -> None:
         with self._lock:
@@ -113,6 +115,11 @@ class _Handler(SimpleHTTPRequestHandler):
             failure = self.builds.state()["failure"] or "the first build is running."
             page = f"<!doctype html><title>reportgen watch</title><p>No site yet:</p><pre>{escape_html(failure)}</pre></body>"
             self._send(503, "text/html; charset=utf-8", with_refresh(page.encode()), body)
+            return
+        if route.endswith(".html"):  # a page not in this build (a run's, before its first rows): it reloads with the next
+            page = ("<!doctype html><title>Not found · reportgen watch</title><p>This page is not in the site as built now; "
+                    "it opens by itself when a build makes it.</p></body>")
+            self._send(404, "text/html; charset=utf-8", with_refresh(page.encode()), body)
             return
         if not path.is_file():
             self.send_error(404)  # no folder listings

@@ -28,6 +28,9 @@ from reportgen.serve import Builds, start_server
 NETWORK_FILE_SYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs",
     "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "fuse.glusterfs", "fuse.juicefs",
+    # A host's folder shared into a virtual machine or a container (Docker Desktop, VirtualBox, WSL): the
+    # trainer often writes on the other side, whose changes send no events here.
+    "virtiofs", "fuse.grpcfuse", "fakeowner", "vboxsf", "drvfs", "prl_fs", "vmhgfs", "fuse.vmhgfs-fuse",
 })
 MOUNTS = Path("/proc/self/mounts")
 # After a build the watcher rests as long as the build took, this many seconds at most: at most half of the
@@ -79,10 +82,11 @@ class Watch:
 def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.Event) -> Iterator[set[str]]:
     """The paths changed under `paths`, a batch at a time once they have settled for `interval`, and an empty
     batch every `interval` or so when nothing changed (a moment to look at what events cannot tell); ends
-    when `stop` is set."""
+    when `stop` is set. Ctrl-C raises KeyboardInterrupt, as anywhere else in the watch (watchfiles would
+    otherwise end the batches quietly, and the watch would start again)."""
     for batch in watchfiles.watch(*paths, debounce=int(interval * 1000), stop_event=stop, force_polling=poll or None,
                                   poll_delay_ms=int(interval * 1000), rust_timeout=int(max(interval, 0.5) * 1000),
-                                  yield_on_timeout=True, raise_interrupt=False):
+                                  yield_on_timeout=True, raise_interrupt=True):
         yield {path for _change, path in batch}
 
 
@@ -136,7 +140,8 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
                     return
             _build(watch, builds, say, f"{watch.logs} is back")
         inside = watch.plan.resolve().is_relative_to(watch.logs.resolve())
-        for changed in changes([watch.logs] if inside else [watch.logs, watch.plan], watch.interval, poll, stop):
+        watched = [watch.logs, *([] if inside else [watch.plan]), *([watch.templates] if watch.templates else [])]
+        for changed in changes(watched, watch.interval, poll, stop):
             if not watch.logs.is_dir():
                 break  # watched no more: wait for it above
             if (plan_now := signature(watch.plan)) != plan_seen:
@@ -150,17 +155,19 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
 
 
 def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> float:
-    """One build, said on the terminal; the seconds it took."""
-    started = time.monotonic()
-    clock = datetime.now().strftime("%H:%M:%S")
+    """One build, said on the terminal with the time it began in the plan's time zone (the site's; before
+    any build has read the plan, the machine's); the seconds it took."""
+    started, now = time.monotonic(), watch.clock()
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=watch.clock(), cache=watch.cache)
+                      jobs=watch.jobs, now=now, cache=watch.cache)
     except ReportgenError as exc:
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
-        say(f"{clock} {why}: the build failed ({kept}):\n{exc.format_message()}")
+        say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
         return time.monotonic() - started
+    builds.zone = built.plan.plan.order.lots[0].start.tzinfo
+    clock = f"{now.astimezone(builds.zone):%H:%M:%S}"
     builds.built()
     report = built.report
     warnings = len(report["warnings"])

@@ -24,7 +24,7 @@ from reportgen.serve import (
     start_server,
     with_refresh,
 )
-from reportgen.watch import Watch, mount_type, run
+from reportgen.watch import NETWORK_FILE_SYSTEMS, Watch, mount_type, run
 
 # How long a test waits for a build that a change should cause: a bound on a hang, not a speed target.
 PATIENCE = 120.0
@@ -45,10 +45,13 @@ MOUNTS = """\
 server:/export /mnt/shared nfs4 rw,relatime 0 0
 /dev/sdb1 /mnt/shared/local ext4 rw 0 0
 host:/home/me /home/me/remote\\040logs fuse.sshfs rw 0 0
+host0 /host virtiofs rw 0 0
 """
 
 
 def test_the_mount_that_holds_a_folder_is_the_longest_mount_point_above_it():
+    assert mount_type(Path("/host/campaign/logs"), MOUNTS) == "virtiofs" in NETWORK_FILE_SYSTEMS  # a host's folder in a VM
+    assert "ext4" not in NETWORK_FILE_SYSTEMS and "overlay" not in NETWORK_FILE_SYSTEMS
     assert mount_type(Path("/mnt/shared/campaign/logs"), MOUNTS) == "nfs4"
     assert mount_type(Path("/mnt/shared/local/logs"), MOUNTS) == "ext4"  # counter-example: a local disk mounted inside
     assert mount_type(Path("/mnt/sharedx/logs"), MOUNTS) == "ext4"  # a name that only starts like the mount point
@@ -191,8 +194,12 @@ def test_the_served_site_is_the_built_one_with_the_refresh_script_added_to_pages
         with urllib.request.urlopen(head, timeout=30) as response:  # the length of what GET sends
             assert int(response.headers["Content-Length"]) == len(get(f"http://{host}:{port}/runs/control-1.html")[2])
         assert list(site.glob(".*")), "a marker file to ask for"
-        for hidden in [f"/{p.name}" for p in site.glob(".*")] + ["/runs/", "/evidence/"]:
-            assert get(f"http://{host}:{port}{hidden}")[0] == 404, hidden  # no marker files, no folder listings
+        for hidden in [f"/{p.name}" for p in site.glob(".*")] + ["/runs/", "/evidence/", "/runs/none.json"]:
+            status, _headers, body = get(f"http://{host}:{port}{hidden}")
+            assert status == 404 and REFRESH.encode() not in body, hidden  # no marker files, no folder listings
+        # A page not built yet (a run's, before its first rows) reloads itself when a build makes it.
+        status, _headers, body = get(f"http://{host}:{port}/runs/lora-r16-3.html")
+        assert status == 404 and body.endswith(REFRESH.encode() + b"</body>")
         watching_stop.set()
         thread.join(PATIENCE)
     finally:
@@ -312,3 +319,54 @@ def test_logs_that_disappear_and_come_back_are_watched_again(tmp_path):
         assert sum("gone; waiting" in line for line in watching.said) == 1
     finally:
         watching.close()
+
+
+def test_a_changed_template_builds_the_site_again_and_times_are_told_in_the_plans_zone(tmp_path):
+    """--templates: a template edited while watching is used by the next build. The terminal tells each build's
+    time in the plan's time zone (UTC+09:00 here), as the site does, whatever the machine's."""
+    from datetime import UTC, datetime
+
+    logs, plan = plan_outside(tmp_path)
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "plan.html").write_text('{% extends "base.html" %}{% block content %}<p>first</p>{% endblock %}',
+                                         encoding="utf-8")
+    site = tmp_path / "site"
+    watching = Watching(Watch(logs, plan, site, interval=0.2, templates=templates,
+                              clock=lambda: datetime(2026, 11, 3, 0, 59, 8, tzinfo=UTC)))
+    try:
+        watching.version(1)
+        assert "<p>first</p>" in (site / "plan.html").read_text(encoding="utf-8")
+        (templates / "plan.html").write_text('{% extends "base.html" %}{% block content %}<p>second</p>{% endblock %}',
+                                             encoding="utf-8")
+        watching.until("the edited template's build", lambda: "<p>second</p>" in (site / "plan.html").read_text(encoding="utf-8"))
+        assert watching.said[0].startswith("09:59:08 first build: built ")
+    finally:
+        watching.close()
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_and_a_service_managers_stop_end_the_watch_at_once(tmp_path, signal_name):
+    """The whole command in a process of its own, stopped while it waits for changes: it ends within seconds,
+    says so, and exits 0 (Ctrl-C is how a watch is meant to end); no second Ctrl-C is needed."""
+    import signal
+    import subprocess
+    import sys
+
+    logs = copied_logs(tmp_path)
+    process = subprocess.Popen([sys.executable, "-m", "reportgen", "watch", str(logs), str(logs / "plan.yaml"), "-o",
+                                str(tmp_path / "site"), "--interval", "0.2", "-j", "1"],
+                               stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + PATIENCE
+        while not (tmp_path / "site" / "index.html").exists():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1.0)  # waiting for changes now
+        process.send_signal(getattr(signal, signal_name))
+        _out, said = process.communicate(timeout=PATIENCE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, said
+    assert said.rstrip().endswith("reportgen watch: stopped") and "KeyboardInterrupt" not in said and "Traceback" not in said
