@@ -140,9 +140,8 @@ def unplanned_references(plan: Plan, campaign: Campaign) -> list[Problem]:
     return problems
 
 
-def _dropped_steps(schedule: ScheduleReport, results: list[VariantResult]) -> ScheduleReport:
-    """A step of a dropped variant that never ran says why it has no actual time."""
-    dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
+def _dropped_steps(schedule: ScheduleReport, dropped: set[str]) -> ScheduleReport:
+    """A step of a dropped variant (`dropped`: their ids) that never ran says why it has no actual time."""
     steps = [replace(item, actual=replace(item.actual, basis=f"not run: variant {item.step.variant} was dropped"))
              if item.actual.hours is None and item.step.variant in dropped else item for item in schedule.steps]
     return replace(schedule, steps=steps)
@@ -228,7 +227,8 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     part("time variance")
     variance = variance_report(schedule, campaign, statuses, by_run, map_runs)
-    schedule = _dropped_steps(schedule, results)
+    dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
+    schedule = _dropped_steps(schedule, dropped)
     findings = check_plan(plan)
     problems = [*campaign.problems, *problems]
     spent = costs(plan, deliverables)
@@ -238,7 +238,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     when, basis = now or (newest, "the newest time in the logs")
     if when is not None and newest is not None and basis == "SOURCE_DATE_EPOCH" and when < newest:
         when, basis = newest, "the newest time in the logs (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
-    dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
     clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis, run_variants) if when is not None else None
     left_there = on_machine(campaign, checkpoints, deliverables)
     return Analysis(
@@ -261,8 +260,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         alerts=alerts(clock, campaign, statuses, ledger, left_there),
         plan_findings=findings,
         problems=problems,
-        warnings=[*plan_mismatches(plan, campaign, run_variants,
-                                   {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED},
-                                   frozen_at, schedule.window),
+        warnings=[*plan_mismatches(plan, campaign, run_variants, dropped, frozen_at, schedule.window),
                   *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent)],
     )
