@@ -245,3 +245,38 @@ def test_unchanged_tensorboard_files_and_console_logs_are_loaded_not_read(tmp_pa
     assert cold.reads > 0 and warm.reads == 0 and warm.hits == cold.reads
     pd.testing.assert_frame_equal(got.metrics, expected.metrics)
     assert got.runs == expected.runs and got.inputs == expected.inputs and got.messages == expected.messages
+
+
+def test_a_log_rotated_while_the_build_runs_is_said_gone_and_the_next_build_reads_every_row_once(tmp_path, monkeypatch):
+    """The trainer's logger rotates events.jsonl (renamed to events.jsonl.1, a new events.jsonl begun just
+    after) once the build has listed LOGS and before it reads the file: no traceback, the file is said gone,
+    and the next build, with the parse cache that holds the file as it was, reads the rotated file and the new
+    one: every row once."""
+    from reportgen.ingest import formats
+
+    logs = tmp_path / "logs"
+    run = logs / "runs" / "r1"
+    run.mkdir(parents=True)
+    log = run / "events.jsonl"
+    event_log(log)
+    first_rows = len(ingest(logs, cache=open_cache(logs)).metrics)
+    real = formats.read_all_formats
+
+    def rotated_meanwhile(*args, **kwargs):
+        log.rename(run / "events.jsonl.1")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(formats, "read_all_formats", rotated_meanwhile)
+    during = ingest(logs, cache=open_cache(logs))
+    [info] = [i for i in during.inputs if i.path == "runs/r1/events.jsonl"]
+    assert [p.message.split(" (")[0] for p in info.problems] == ["gone before it could be read"]
+    monkeypatch.setattr(formats, "read_all_formats", real)
+    fresh = EventLog(log, run="r1", clock=ticking(datetime(2026, 11, 2, 10, 0, tzinfo=UTC), minutes=1))
+    for step in range(31, 36):
+        fresh.metric(step=step, loss=0.05)
+    after = ingest(logs, cache=open_cache(logs))
+    assert sorted(i.path for i in after.inputs) == ["runs/r1/events.jsonl", "runs/r1/events.jsonl.1"]
+    assert not any(i.problems for i in after.inputs if i.path == "runs/r1/events.jsonl")
+    rows = after.metrics.groupby("path")["line"].agg(["count", "nunique"])
+    assert rows.to_dict("index") == {"runs/r1/events.jsonl": {"count": 5, "nunique": 5},  # every row, none twice
+                                     "runs/r1/events.jsonl.1": {"count": first_rows, "nunique": first_rows}}

@@ -250,6 +250,12 @@ class Scan:
         listed with what went wrong, and the rest of the campaign is read."""
         try:
             yield
+        except FileNotFoundError:  # renamed or removed since LOGS was listed: a log rotated while the build ran
+            info = InputFile(rel, fmt)
+            info.problem(None, "gone before it could be read (renamed or removed while the build ran, as a rotated log "
+                               "is); the next build reads what is there then")
+            self.readings.append(Reading([info]))
+            self.claimed.add(rel)
         except Exception as error:  # noqa: BLE001 - any failure of one reader is that file's problem
             info = InputFile(rel, fmt)
             what = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
