@@ -342,3 +342,27 @@ def test_with_two_lots_each_gpus_steps_are_judged_against_their_own_lots_end_and
     between = prepare(logs, logs / "plan.yaml", now=datetime.fromisoformat("2026-11-04T12:00:00+09:00")).report
     assert not between["clock"]["open"] and not between["clock"]["running"] and between["alerts"] == []
     assert between["clock"]["hours_left"] == 0
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["while written", "a build"])
+def test_a_trainers_tensorboard_file_and_trainer_state_caught_mid_write(tmp_path, live):
+    """Real Trainer output (tests/fixtures/make_fixtures.py) caught while its writer is at work: a TensorBoard
+    event file ending mid-record and a trainer_state.json half rewritten (the Trainer rewrites it in place at
+    each save). While written (a watch build, the files changed seconds before) neither is damage; a build
+    (the counter-example) reports both cut off."""
+    from reportgen.ingest import ingest
+
+    logs = tmp_path / "trainer"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "campaigns" / "trainer-tb-only", logs)
+    events = sorted(logs.rglob("events.out.tfevents*"))[0]
+    events.write_bytes(events.read_bytes()[:-37])
+    state = sorted(logs.rglob("trainer_state.json"))[0]
+    state.write_bytes(state.read_bytes()[: len(state.read_bytes()) // 2])
+    campaign = ingest(logs, live=datetime.now(UTC) + timedelta(seconds=5) if live else None)
+    caught = [i for i in campaign.inputs if i.path in (events.relative_to(logs).as_posix(), state.relative_to(logs).as_posix())]
+    assert len(caught) == 2
+    for info in caught:
+        if live:
+            assert not info.problems and not info.cut_off and any("being written" in n for n in info.notes), info
+        else:
+            assert info.cut_off and any("cut off" in p.message for p in info.problems), info

@@ -111,11 +111,13 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     # Entry by entry, with their offsets: line numbers for evidence, and every complete entry of a cut file.
     entries = json_entries(text, history_at)[0] if history_at >= 0 else []
     if error is not None:
-        info.problem(error.lineno, f"unreadable JSON ({error.msg})" + (
+        # The file ends mid-value (a string that never closes ends it too): its writer was stopped, or is still
+        # writing it (unless reportgen's budget stopped the read).
+        info.cut_off = read.whole and (error.pos >= len(text.rstrip()) - 1
+                                       or (error.msg.startswith("Unterminated string") and '"' not in text[error.pos + 1:]))
+        info.problem(error.lineno, f"unreadable JSON ({error.msg})" + ("; the file is cut off there" if info.cut_off else "") + (
             f"; the {len(entries)} complete log_history entries before it are read" if history_at >= 0 else ""))
         info.skipped += 1
-        # The file ends mid-value: its writer was stopped (unless reportgen's budget stopped the read).
-        info.cut_off = read.whole and error.pos >= len(text.rstrip()) - 1
         if history_at < 0:
             return info, rows, events, {}
     summary = None
