@@ -628,7 +628,8 @@ def _pages(report: dict, sources: dict[str, list[Excerpt]], single: bool,
               INPUTS_PAGE: _inputs_pages}
     pages = [entry for page in pages for entry in (expand[page[1]](report, page[0], budget) if page[1] in expand else [page])]
     if runs:
-        pages += [entry for run in report["runs"] for entry in run_pages(run, run_figures, single)]
+        relations = RunRelations.of(report)
+        pages += [entry for run in report["runs"] for entry in run_pages(run, run_figures, single, relations)]
     for path, parts in quoted.items():
         spread = _spread(parts, partial(part_file, evidence_file(path)), lambda quotes, _first: _quotes_label(quotes))
         for number, (file, listing) in enumerate(spread, 1):
@@ -794,7 +795,30 @@ RUN_TABLES = {
 }
 
 
-def run_pages(run: dict, run_figures: Mapping[str, list[MetricChart]], single: bool) -> list[tuple[Page, str, dict]]:
+@dataclass(frozen=True)
+class RunRelations:
+    """What a run's page shows of the other runs and of the stops, looked up once for every run page: each
+    run's stops, and each run's first step (the runs it continues, is continued by or names)."""
+
+    stops: dict[str, list[dict]]
+    first_steps: dict[str, int | None]
+
+    @staticmethod
+    def of(report: dict) -> RunRelations:
+        stops: dict[str, list[dict]] = {}
+        for stop in report["stops"]:
+            stops.setdefault(stop["run"], []).append(stop)
+        return RunRelations(stops, {run["id"]: run["first_step"] for run in report["runs"]})
+
+    def context(self, run: dict) -> dict:
+        """run.html's `run_stops` and `linked` (the runs it names that are in the logs -> their first step)."""
+        named = [run["resumes"], *run["continued_by"], *(d.get("other") for d in run["identity"])]
+        return {"run_stops": self.stops.get(run["id"], []),
+                "linked": {other: self.first_steps[other] for other in named if other in self.first_steps}}
+
+
+def run_pages(run: dict, run_figures: Mapping[str, list[MetricChart]], single: bool,
+              relations: RunRelations) -> list[tuple[Page, str, dict]]:
     """A run's page with its charts, which shows the first part of each of its long tables (as much as its
     charts leave room for), and a page for every other part."""
     charts = [Chart(c.id, c.figure, c.metric, c.caption, c.json) for c in run_figures.get(run["id"], [])]
@@ -808,7 +832,7 @@ def run_pages(run: dict, run_figures: Mapping[str, list[MetricChart]], single: b
     for (key, table), table_parts in zip(RUN_TABLES.items(), parts):
         listings[key], more = _continued(page, key, table, table_parts, f"{kind} {run['id']}: {table.heading.lower()}", crumbs)
         pages += more
-    return [(page, "run.html", {"run": run, "listings": listings}), *pages]
+    return [(page, "run.html", {"run": run, "listings": listings, **relations.context(run)}), *pages]
 
 
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
@@ -831,7 +855,7 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
 
     def runs_html(run: dict, links: Links) -> list[tuple[str, str]]:
         """A run's pages, its charts drawn here (where the pages are rendered)."""
-        entries = run_pages(run, run_figures, False)
+        entries = run_pages(run, run_figures, False, relations)
         for page, _template, _extra in entries:
             page.links = links
         return [file_and_html for entry in entries for file_and_html in page_html(entry)]
@@ -841,6 +865,7 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     # (what the workers make waits in this process until its turn to be written).
     with during("writing the site"):
         pages = _pages(report, sources, False, run_figures, runs=False)
+        relations = RunRelations.of(report)
         runs: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = [
             (run["page"], partial(runs_html, run, pages[0][0].links)) for run in report["runs"]]
         made = runs + [
