@@ -15,6 +15,7 @@ from reportgen.ingest.cache import open_cache
 from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
+from reportgen.render.memo import PageMemo
 from reportgen.render.nextplan import next_plan
 from reportgen.render.output import SiteWriter, check_output
 from reportgen.render.report import build_report, cited_lines
@@ -68,9 +69,10 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
           progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None,
-          cache: bool = False) -> Built:
+          cache: bool = False, memo: PageMemo | None = None) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
-    processes; on any failure the previous site stays as it was. `cache`: see prepare."""
+    processes; on any failure the previous site stays as it was. `cache`: see prepare; `memo`: the pages of
+    the last build, kept by the watcher (render/memo.py)."""
     check_output(out, logs, plan_path)
     built = prepare(logs, plan_path, progress, jobs, now, cache)
     source = PlanSource(
@@ -89,7 +91,7 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
         with during("writing the next campaign's plan"):
             proposed = next_plan(reference, built.analysis.plan.campaign.id, built.analysis.next)
         write_site(built.report, source, sources, writer, templates, progress, single_file=single_file,
-                   run_figures=figures, next_plan=proposed, jobs=jobs)
+                   run_figures=figures, next_plan=proposed, jobs=jobs, memo=memo)
         writer.commit()
     except BaseException:
         writer.abort()

@@ -26,6 +26,7 @@ from reportgen.model import metric_values, same_metric
 from reportgen.parallel import ordered_map
 from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, figure_json, text_width
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
+from reportgen.render.memo import digest
 
 # Colours; every text colour keeps 4.5:1 against the white background (WCAG AA).
 THIS_RUN = "#2f6fb3"
@@ -380,11 +381,35 @@ class RunCharts(Mapping[str, list[MetricChart]]):
         self.groups = campaign.frames_by_run() if len(campaign.metrics) else {}
         self.logged = campaign.metrics_by_run() if self.groups else {}
         self.arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
+        self.row_digests: dict[str, bytes] = {}  # each run's rows as a digest (key)
+        self.plan_digest: bytes | None = None
 
     def __getitem__(self, run_id: str) -> list[MetricChart]:
         if run_id not in self.groups:
             raise KeyError(run_id)
         return _run_charts(self.analysis, run_id, self.groups, self.logged, self.arrays, self.points)
+
+    def key(self, run_id: str) -> bytes:
+        """What a run's charts are drawn from, as one digest (the page memo's): the runs of its chain, their
+        rows (columns and values) and the metrics each logged, its stops, the plan and the points drawn. Equal
+        keys, equal charts."""
+        family = _family(self.analysis, run_id)
+        return digest(family, [self._rows(member) for member in family], self.analysis.stops.for_run(run_id),
+                      self._plan(), self.points)
+
+    def _rows(self, run_id: str) -> bytes | None:
+        if run_id not in self.groups:
+            return None
+        if run_id not in self.row_digests:
+            group = self.groups[run_id]
+            values = pd.util.hash_pandas_object(group, index=False).to_numpy()
+            self.row_digests[run_id] = digest(list(group.columns), values.tobytes(), self.logged.get(run_id))
+        return self.row_digests[run_id]
+
+    def _plan(self) -> bytes:
+        if self.plan_digest is None:
+            self.plan_digest = digest(self.analysis.plan)
+        return self.plan_digest
 
     def __iter__(self) -> Iterator[str]:
         return (run_id for run_id in self.analysis.campaign.runs if run_id in self.groups)
@@ -410,7 +435,7 @@ def run_charts(analysis: Analysis, points: int = DEFAULT_POINTS,
 def _run_charts(analysis: Analysis, run_id: str, groups: dict[str, pd.DataFrame], logged: dict[str, list[str]],
                 arrays: dict[str, _Rows], points: int) -> list[MetricChart]:
     """One chart per metric the run logged, with the runs it continues and that continue it."""
-    family = chain(run_id, analysis.campaign)[:-1] + [run_id] + _descendants(analysis, run_id)
+    family = _family(analysis, run_id)
     charts = []
     for index, metric in enumerate(_order(analysis, logged[run_id])):
         drawn: list[_Drawn] = []
@@ -435,6 +460,11 @@ def _run_charts(analysis: Analysis, run_id: str, groups: dict[str, pd.DataFrame]
             caption.append(text)
         charts.append(MetricChart(f"m{index}", metric, _chart(analysis, run_id, metric, drawn), "; ".join(caption)))
     return charts
+
+
+def _family(analysis: Analysis, run_id: str) -> list[str]:
+    """The runs a run's charts draw: those it continues, itself, those that continue it."""
+    return chain(run_id, analysis.campaign)[:-1] + [run_id] + _descendants(analysis, run_id)
 
 
 def _descendants(analysis: Analysis, run_id: str) -> list[str]:

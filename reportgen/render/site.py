@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,7 @@ from reportgen.model import Excerpt, QuotedRecord
 from reportgen.numbers import figure, listed, money
 from reportgen.parallel import ordered_map
 from reportgen.render import charts as charts_module
+from reportgen.render.memo import CLOCK_SLOT, Asked, PageMemo, Rendered, Tracked
 from reportgen.render.nextplan import FILE as NEXT_PLAN
 from reportgen.render.note import order_note
 from reportgen.render.output import SiteWriter
@@ -835,10 +836,24 @@ def run_pages(run: dict, run_figures: Mapping[str, list[MetricChart]], single: b
     return [(page, "run.html", {"run": run, "listings": listings, **relations.context(run)}), *pages]
 
 
+def _linked(entries: list[tuple[Page, str, dict]], links: Links) -> list[tuple[Page, str, dict]]:
+    """Pages with where this build's links land."""
+    for page, _template, _extra in entries:
+        page.links = links
+    return entries
+
+
+def _templates_fingerprint() -> bytes:
+    """The built-in templates, as one digest: an edit to any of them renders every page anew."""
+    folder = templates_dir()
+    return hashlib.blake2b(b"".join(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes()
+                                    for path in sorted(folder.rglob("*")) if path.is_file()), digest_size=16).digest()
+
+
 def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Excerpt]], writer: SiteWriter,
                custom_templates: Path | None = None, progress: Callable[[str, str, int, int], None] | None = None,
                single_file: bool = False, run_figures: Mapping[str, list[MetricChart]] | None = None,
-               next_plan: str | None = None, jobs: int = 1) -> None:
+               next_plan: str | None = None, jobs: int = 1, memo: PageMemo | None = None) -> None:
     """The multi-page site (run and evidence pages included), its assets, report.json, the order note and
     the next campaign's draft plan; with `single_file`, also report.html: every page in one self-contained
     file for attaching. The pages are rendered by up to `jobs` workers and written in order: a run's pages
@@ -855,10 +870,17 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
 
     def runs_html(run: dict, links: Links) -> list[tuple[str, str]]:
         """A run's pages, its charts drawn here (where the pages are rendered)."""
-        entries = run_pages(run, run_figures, False, relations)
-        for page, _template, _extra in entries:
-            page.links = links
-        return [file_and_html for entry in entries for file_and_html in page_html(entry)]
+        return [file_and_html for entry in _linked(run_pages(run, run_figures, False, relations), links)
+                for file_and_html in page_html(entry)]
+
+    def for_memo(entries: list[tuple[Page, str, dict]]) -> Rendered:
+        """Pages rendered for the page memo: the report's entries they read and what they asked of the cited
+        lists noted, the clock's banner left as a slot."""
+        tracked, asked = Tracked(report), Asked(links.cited)
+        context = {**common, "report": tracked, "clock_html": CLOCK_SLOT}
+        files = [(page.file, _render(env, template, page=page.drawn(), **context, **extra))
+                 for page, template, extra in _linked(entries, replace(links, cited=asked))]
+        return Rendered(files, tracked.read, asked.answers)
 
     # Every file made from the report, each task making one or a run's several: the runs first, each
     # drawing its charts; report.json next, so that a worker takes it early; the one-file report last
@@ -866,22 +888,67 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
     with during("writing the site"):
         pages = _pages(report, sources, False, run_figures, runs=False)
         relations = RunRelations.of(report)
-        runs: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = [
-            (run["page"], partial(runs_html, run, pages[0][0].links)) for run in report["runs"]]
+        links = pages[0][0].links
+        # With a page memo (watch), a run's pages and a file's evidence pages whose inputs are those of the last
+        # build are written as they were; the others are rendered and kept. Not with templates of the user's.
+        kept = None
+        if memo is not None and custom_templates is None and isinstance(run_figures, RunCharts):
+            kept = memo.begin(report, links.cited, _templates_fingerprint(), nav, plan_source, single_file, links.line_parts,
+                              links.moved)
+        banners: dict[str, str] = {}
+
+        def filled(file: str, html: str) -> str:
+            """A memo page with this build's clock banner (rendered once for each depth of page) in its slot."""
+            root = root_of(file)
+            if root not in banners:
+                banners[root] = _render(env, "_clock.html", page=Page(file=file, title="", root=root, links=links), **common)
+            return html.replace(CLOCK_SLOT, banners[root], 1)
+
+        keys: dict[str, bytes] = {}  # task -> its memo key, for the tasks rendered anew
+
+        def reused(name: str, key: bytes) -> bool:
+            """Whether a task's pages are the memo's: if so they are written now; if not its key is noted."""
+            files = kept.lookup(name, key) if kept is not None else None
+            if files is None:
+                keys[name] = key
+                return False
+            for file, html in files:
+                with during(f"writing {file}"):
+                    writer.write(file, filled(file, html))
+            return True
+
+        runs: list[tuple[str, Callable[[], list[tuple[str, str]] | Rendered]]] = []
+        for run in report["runs"]:
+            if kept is None:
+                runs.append((run["page"], partial(runs_html, run, links)))
+            elif not reused(run["page"], kept.key("run", run, relations.context(run), run_figures.key(run["id"]))):
+                runs.append((run["page"], partial(lambda run: for_memo(run_pages(run, run_figures, False, relations)), run)))
+        others: list[tuple[str, Callable[[], list[tuple[str, str]] | Rendered]]] = []
+        for entry in pages:
+            page, template, extra = entry
+            if kept is None or template != "evidence.html":
+                others.append((page.file, partial(page_html, entry)))
+            elif not reused(page.file, kept.key("page", page.file, page.title, page.root, template, extra)):
+                others.append((page.file, partial(for_memo, [entry])))
         made = runs + [
             ("report.json", lambda: [("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")]),
             ("order-note.md", lambda: [("order-note.md", order_note(report))]),
-            *((entry[0].file, partial(page_html, entry)) for entry in pages)]
+            *others]
         if single_file:
             made.append((SINGLE_FILE, lambda: [(SINGLE_FILE, _single_file(env, common, sources, run_figures))]))
         drawing = len(runs) if isinstance(run_figures, RunCharts) else 0  # the run tasks draw the charts
 
-        def text(task: tuple[str, Callable[[], list[tuple[str, str]]]]) -> list[tuple[str, str]]:
+        def text(task: tuple[str, Callable[[], list[tuple[str, str]] | Rendered]]) -> list[tuple[str, str]] | Rendered:
             file, make = task
             with during(f"writing {file}"):
                 return make()
 
-        def write(index: int, files: list[tuple[str, str]]) -> None:
+        def write(index: int, made_files: list[tuple[str, str]] | Rendered) -> None:
+            files = made_files
+            if isinstance(made_files, Rendered):
+                name = made[index][0]
+                kept.keep(name, keys[name], made_files)
+                files = [(file, filled(file, html)) for file, html in made_files.files]
             for file, content in files:
                 with during(f"writing {file}"):
                     writer.write(file, content)
@@ -891,6 +958,8 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
                 progress("writing", made[index][0], index + 1 - drawing, len(made) - drawing)
 
         ordered_map(text, made, jobs, write)
+        if kept is not None:
+            kept.end()
     for asset in ASSETS:
         writer.write(f"assets/{asset}", (templates_dir() / "assets" / asset).read_bytes())
     writer.write(charts_module.PLOTLY_ASSET, charts_module.plotly_js())
