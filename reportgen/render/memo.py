@@ -15,6 +15,7 @@ site is byte for byte the one a build without the memo writes.
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ class PageMemo:
     evidence page), held across builds by the watcher."""
 
     kept: dict[str, _Kept] = field(default_factory=dict)
+    json_parts: dict[bytes, str] = field(default_factory=dict)  # report.json's parts of the last build, by digest
     reused: int = 0
     rendered: int = 0
 
@@ -137,3 +139,30 @@ class BuildMemo:
         """Pages this build did not make (a run gone, a file no longer cited) are forgotten."""
         for name in set(self.memo.kept) - self.used:
             del self.memo.kept[name]
+
+    def report_json(self) -> str:
+        """report.json as json.dumps(report, indent=2) writes it, each top-level entry and each run's entry
+        encoded again only when it changed since the last build (Python's encoder indents slowly)."""
+        parts: dict[bytes, str] = {}
+
+        def encoded(value: object, level: int) -> str:
+            key = digest(value, level)
+            if key not in parts:
+                parts[key] = self.memo.json_parts.get(key) or _indented(value, level)
+            return parts[key]
+
+        lines = []
+        for name, value in self.report.items():
+            if name == "runs" and isinstance(value, list) and value:
+                runs = ",\n".join("    " + encoded(run, 2) for run in value)
+                lines.append(f"  {json.dumps(name, ensure_ascii=False)}: [\n{runs}\n  ]")
+            else:
+                lines.append(f"  {json.dumps(name, ensure_ascii=False)}: {encoded(value, 1)}")
+        self.memo.json_parts = parts
+        return "{\n" + ",\n".join(lines) + "\n}\n" if lines else "{}\n"
+
+
+def _indented(value: object, level: int) -> str:
+    """`value` as json.dumps(..., indent=2) writes it `level` levels deep in a document (JSON strings hold no
+    raw line break, so every line break is one of the indentation's)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n" + "  " * level)

@@ -383,6 +383,7 @@ class RunCharts(Mapping[str, list[MetricChart]]):
         self.arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
         self.row_digests: dict[str, bytes] = {}  # each run's rows as a digest (key)
         self.plan_digest: bytes | None = None
+        self.campaign_hashes: np.ndarray | None = None
 
     def __getitem__(self, run_id: str) -> list[MetricChart]:
         if run_id not in self.groups:
@@ -402,9 +403,19 @@ class RunCharts(Mapping[str, list[MetricChart]]):
             return None
         if run_id not in self.row_digests:
             group = self.groups[run_id]
-            values = pd.util.hash_pandas_object(group, index=False).to_numpy()
-            self.row_digests[run_id] = digest(list(group.columns), values.tobytes(), self.logged.get(run_id))
+            self.row_digests[run_id] = digest(list(group.columns), self._row_hashes(group).tobytes(), self.logged.get(run_id))
         return self.row_digests[run_id]
+
+    def _row_hashes(self, group: pd.DataFrame) -> np.ndarray:
+        """A hash of each of a run's rows: taken from the hashes of every row of the campaign, worked out once,
+        when the run's rows are rows of that frame by position (its index is 0, 1, 2...); else its own."""
+        metrics = self.analysis.campaign.metrics
+        index = metrics.index
+        if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
+            return pd.util.hash_pandas_object(group, index=False).to_numpy()
+        if self.campaign_hashes is None:
+            self.campaign_hashes = pd.util.hash_pandas_object(metrics, index=False).to_numpy()
+        return self.campaign_hashes[group.index.to_numpy()]
 
     def _plan(self) -> bytes:
         if self.plan_digest is None:

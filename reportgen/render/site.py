@@ -930,10 +930,12 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
                 others.append((page.file, partial(page_html, entry)))
             elif not reused(page.file, kept.key("page", page.file, page.title, page.root, template, extra)):
                 others.append((page.file, partial(for_memo, [entry])))
-        made = runs + [
-            ("report.json", lambda: [("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")]),
-            ("order-note.md", lambda: [("order-note.md", order_note(report))]),
-            *others]
+        if kept is not None:  # the memo's parts of it: quick enough here
+            with during("writing report.json"):
+                writer.write("report.json", kept.report_json())
+        whole_json = [] if kept is not None else [
+            ("report.json", lambda: [("report.json", json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")])]
+        made = runs + whole_json + [("order-note.md", lambda: [("order-note.md", order_note(report))]), *others]
         if single_file:
             made.append((SINGLE_FILE, lambda: [(SINGLE_FILE, _single_file(env, common, sources, run_figures))]))
         drawing = len(runs) if isinstance(run_figures, RunCharts) else 0  # the run tasks draw the charts
