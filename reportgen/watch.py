@@ -120,7 +120,6 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
         say(f"{why}: looking for changes every {watch.interval:g} s")
         poll = True
     try:
-        _build(watch, builds, say, "first build")
         _watch(watch, builds, say, poll, stop)
     finally:
         if server is not None:
@@ -130,17 +129,19 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
 
 
 def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool, stop: threading.Event) -> None:
-    """Build after every batch of changes until `stop`. The plan is also looked at by its signature (a file
-    saved by renaming a new one over it is no longer the file events were asked for); when LOGS disappears,
-    the watch waits for it to come back and starts again there."""
+    """The first build, then one after every batch of changes until `stop`. A build that follows a wait (the
+    first, LOGS back) is made once the watch is listening, so that what changes while it reads is heard. The
+    plan is also looked at by its signature (a file saved by renaming a new one over it is no longer the file
+    events were asked for); when LOGS disappears, the watch waits for it to come back and starts again there."""
     plan_seen = signature(watch.plan)
+    due: str | None = "first build"
     while not stop.is_set():
         if not watch.logs.is_dir():
             say(f"{watch.logs}: gone; waiting for it to come back (the last good site stays)")
             while not watch.logs.is_dir():
                 if stop.wait(watch.interval):
                     return
-            _build(watch, builds, say, f"{watch.logs} is back")
+            due = f"{watch.logs} is back"
         inside = watch.plan.resolve().is_relative_to(watch.logs.resolve())
         watched = [watch.logs, *([] if inside else [watch.plan]), *([watch.templates] if watch.templates else [])]
         for changed in changes(watched, watch.interval, poll, stop):
@@ -149,8 +150,9 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
             if (plan_now := signature(watch.plan)) != plan_seen:
                 plan_seen = plan_now
                 changed.add(str(watch.plan.resolve()))
-            if changed:
-                took = _build(watch, builds, say, _what_changed(changed, watch))
+            if due is not None or changed:
+                took = _build(watch, builds, say, due or _what_changed(changed, watch))
+                due = None
                 # The machine runs the training too: what changes meanwhile waits as long as the build took.
                 if stop.wait(min(took, MAX_REST)):
                     return

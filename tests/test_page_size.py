@@ -358,7 +358,7 @@ def test_checkpoints_of_thousands_of_runs_are_listed_per_run_over_pages_each_wit
 
 
 # Every template that makes a page of the site: all but the base, its partials and the one-file report.
-PAGE_TEMPLATES = {p.name for p in templates_dir().glob("*.html")} - {"base.html", "_header.html", "_macros.html", "single.html"}
+PAGE_TEMPLATES = {p.name for p in templates_dir().glob("*.html") if not p.name.startswith("_")} - {"base.html", "single.html"}
 # What the pages rendered here link to but do not render (no log is read: no evidence page).
 NOT_RENDERED = ("evidence/", "assets/", "report.json", "order-note.md", "next-plan.yaml")
 
