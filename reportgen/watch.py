@@ -170,7 +170,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
         say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
         return time.monotonic() - started
-    builds.zone = built.plan.plan.order.lots[0].start.tzinfo
+    builds.zone = built.analysis.schedule.window.start.tzinfo  # the site's: its first lot's start
     clock = f"{now.astimezone(builds.zone):%H:%M:%S}"
     builds.built()
     report = built.report

@@ -364,5 +364,23 @@ def test_a_trainers_tensorboard_file_and_trainer_state_caught_mid_write(tmp_path
     for info in caught:
         if live:
             assert not info.problems and not info.cut_off and any("being written" in n for n in info.notes), info
+            assert info.skipped == 0  # nothing counted as unread: no damage warning
         else:
-            assert info.cut_off and any("cut off" in p.message for p in info.problems), info
+            assert info.cut_off and any("cut off" in p.message for p in info.problems) and info.skipped == 1, info
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["while written", "a build"])
+def test_a_tensorboard_run_outside_any_run_folder_caught_mid_write_is_not_called_stopped_while_written(tmp_path, live):
+    """A TensorBoard folder of its own (no Trainer folder around it) whose event file ends mid-record: while a
+    watch build finds it being written its run is not interrupted; a build (the counter-example) says it was."""
+    from reportgen.analysis.status import run_status
+    from reportgen.ingest import ingest
+
+    logs = tmp_path / "tb"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "campaigns" / "trainer-tb-outside" / "tb" / "es-nostop", logs / "es-nostop")
+    events = sorted((logs / "es-nostop").glob("events.out.tfevents*"))[0]
+    events.write_bytes(events.read_bytes()[:-37])
+    campaign = ingest(logs, live=datetime.now(UTC) + timedelta(seconds=5) if live else None)
+    [run] = [r for r in campaign.runs.values() if events.relative_to(logs).as_posix() in r.sources]
+    status = run_status(run, campaign)
+    assert (status.status == "interrupted") is not live, status

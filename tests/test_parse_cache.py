@@ -9,6 +9,7 @@ import codecs
 import json
 import os
 import shutil
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -280,3 +281,82 @@ def test_a_log_rotated_while_the_build_runs_is_said_gone_and_the_next_build_read
     rows = after.metrics.groupby("path")["line"].agg(["count", "nunique"])
     assert rows.to_dict("index") == {"runs/r1/events.jsonl": {"count": 5, "nunique": 5},  # every row, none twice
                                      "runs/r1/events.jsonl.1": {"count": first_rows, "nunique": first_rows}}
+
+
+def test_the_cache_works_under_a_umask_that_lets_the_group_write(tmp_path, monkeypatch):
+    """Ubuntu, Debian and Fedora give users umask 002: entries are written for this user alone all the same
+    (a group-writable one would never be loaded)."""
+    logs = sample_copy(tmp_path)
+    old = os.umask(0o002)
+    try:
+        ingest(logs, cache=open_cache(logs))
+        warm = open_cache(logs)
+        ingest(logs, cache=warm)
+    finally:
+        os.umask(old)
+    assert warm.hits > 0 and warm.reads == 0
+    assert all(entry.stat().st_mode & 0o777 == 0o600 for entry in warm.folder.iterdir())
+
+
+def test_a_log_read_on_at_every_build_keeps_a_few_tables_and_reads_as_the_whole(tmp_path):
+    """Thousands of rebuilds during a lot each read a log on by a line or two: what is kept for the next read
+    stays a few tables (joined, in line order), and the log still reads as it does whole."""
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    _log, since = native.read_on(path, "events.jsonl")
+    for n in range(40):
+        with path.open("ab") as handle:
+            line = json.dumps({"ts": "2026-11-02T10:00:00Z", "type": "metric", "run": "r1", "step": 100 + n,
+                               "metrics": {"loss": 1.0 / (n + 1), **({"late_metric": 1.0} if n == 20 else {})}})
+            handle.write(line.encode() + (b"\n" if n % 3 else b"\n\n"))
+        log, since = native.read_on(path, "events.jsonl", since)
+        assert len(since.tables) <= native.JOIN_ABOVE
+    same_log(log, native.read(path, "events.jsonl"))
+    assert len(data) < path.stat().st_size
+
+
+def test_a_log_edited_in_place_or_replaced_is_read_whole(tmp_path, monkeypatch):
+    """Counter-examples to reading on: a line repaired in place (the log no longer, but changed), and another
+    file moved to the log's path with the same first and last bytes: both are read whole."""
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    _log, since = native.read_on(path, "events.jsonl")
+    repaired = data.replace(b'"step":"x"', b'"step": 20')
+    assert len(repaired) == len(data) and repaired != data
+    path.write_bytes(repaired)
+    read = []
+    monkeypatch.setattr(native, "_read_lines", lambda buf, body, first, out, real=native._read_lines: read.append(first) or real(buf, body, first, out))
+    log, _ = native.read_on(path, "events.jsonl", since)
+    assert read == [1] and log.input.skipped == since.info.skipped - 1  # the repaired line is read
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(repaired + b"\n")
+    _log, since = native.read_on(path, "events.jsonl")
+    os.replace(other, path)
+    read.clear()
+    native.read_on(path, "events.jsonl", since)
+    assert read == [1]
+
+
+def test_a_last_line_cut_inside_a_character_is_cut_off_not_damaged_text(tmp_path):
+    """A writer of raw UTF-8 (a Japanese reason, say) stopped inside a character: the line is cut off, as any
+    other last line without its end, not a line that is not UTF-8."""
+    path = tmp_path / "events.jsonl"
+    data = event_log(path)
+    line = json.dumps({"ts": "2026-11-02T10:00:00Z", "type": "stop", "run": "r1", "rule": "S1", "kind": "early",
+                       "reason": "損失が下がらない"}, ensure_ascii=False).encode()
+    cut = line.index("失".encode()) + 1  # inside the character's three bytes
+    path.write_bytes(data + line[:cut])
+    log = native.read(path, "events.jsonl")
+    assert log.input.cut_off and "cut off" in log.input.problems[-1].message
+
+
+def test_the_cache_of_a_logs_folder_not_built_for_a_month_is_thrown_away(tmp_path):
+    """Counter-example included: a folder built within the month stays."""
+    logs, other, recent = sample_copy(tmp_path), tmp_path / "other", tmp_path / "recent"
+    other.mkdir()
+    recent.mkdir()
+    old, kept = open_cache(other).folder, open_cache(recent).folder
+    month = time.time() - (cache_module.KEEP_DAYS + 1) * 86400
+    os.utime(old, (month, month))
+    open_cache(logs)
+    assert not old.exists() and kept.exists()

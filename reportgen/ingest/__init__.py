@@ -207,12 +207,15 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
         if age >= WRITING_SECONDS:
             continue
         info.cut_off = False
-        cut = next((p for p in reversed(info.problems) if "cut off" in p.message), None)
+        # The reader's problem for the cut: the last it reported that says so (readers report it last, at the
+        # file's last line for a line-based file), with the line or record it counted as skipped.
+        cut = next((p for p in reversed(info.problems) if "cut off" in p.message
+                    and (info.lines is None or p.line in (None, info.lines))), None)
         if cut is not None:
             info.problems.remove(cut)
-            if info.lines is not None and cut.line == info.lines and info.skipped:
+            info.skipped = max(0, info.skipped - 1)
+            if info.lines is not None and cut.line == info.lines:
                 info.lines -= 1
-                info.skipped -= 1
         info.notes.append(f"its last record is being written (the file changed {max(0.0, age):.0f} s before this build): "
                           "read once it is whole")
 

@@ -23,6 +23,7 @@ import os
 import pickle
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from reportgen.boundary import open_file
 from reportgen.usercache import cache_folder, private
 
 EDGE = 64 << 10  # bytes of each end of a file in its signature
+KEEP_DAYS = 30  # the cache of a LOGS folder no build used for this long is thrown away
 FORMAT = 1  # the layout of an entry; part of the fingerprint
 
 
@@ -134,7 +136,9 @@ class ParseCache:
         self.used.add(name)
         part = self.folder / f".{name}.{os.getpid()}.part"
         try:
-            with part.open("wb") as handle:
+            # This user's alone whatever the umask (a group-writable entry would never be loaded: private).
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as handle:
                 pickle.dump(((kind, rel, context), entry), handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(part, self.folder / name)
         except OSError:
@@ -173,4 +177,14 @@ def open_cache(logs: Path) -> ParseCache | None:
         pass
     where = hashlib.sha256(str(logs.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     folder = cache_folder("ingest", current, where)
-    return None if folder is None else ParseCache(folder)
+    if folder is None:
+        return None
+    try:
+        os.utime(folder)  # used now: kept while it is used
+        stale = time.time() - KEEP_DAYS * 86400
+        for other in folder.parent.iterdir():  # the caches of LOGS folders not built for KEEP_DAYS
+            if other != folder and private(other) and other.stat().st_mtime < stale:
+                shutil.rmtree(other, ignore_errors=True)
+    except OSError:
+        pass
+    return ParseCache(folder)

@@ -321,10 +321,10 @@ def read_trainer_log(path: Path, rel: str, run: str, start: datetime | None) -> 
             continue
         entry, why = _entry(data)
         if entry is None:
-            info.problem(number, why or "not a LogCallback record")
+            cut = number == len(lines) and not raw.endswith(b"\n")  # the last line cut off mid-object: its writer was stopped
+            info.problem(number, ("the last line is cut off: " if cut else "") + (why or "not a LogCallback record"))
             info.skipped += 1
-            if number == len(lines) and not raw.endswith(b"\n"):
-                info.cut_off = True  # the last line cut off mid-object: its writer was stopped
+            info.cut_off = info.cut_off or cut
             continue
         steps, total = entry["current_steps"], entry.get("total_steps")
         elapsed = _elapsed(entry.get("elapsed_time"))

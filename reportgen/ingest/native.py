@@ -205,12 +205,15 @@ class Body:
     kept between builds (ingest/cache.py), so that a log that has only grown since is read on from `end`."""
 
     info: InputFile  # the lines' counts and problems
-    tables: list[pa.Table]  # their metric rows, by line number in the file
+    tables: list[pa.Table]  # their metric rows, by line number in the file (a few tables: joined as they grow)
     events: list
     end: int  # where they end in the file (bytes)
     lines: int
     head: bytes  # digest of the file's first EDGE bytes (up to `end`)
     edge: bytes  # digest of the EDGE bytes before `end`
+    order: dict[str, tuple[int, int]]  # each metric's place among the columns (_first_values)
+    inode: int  # the file's, when it was read: another file at the same path is read whole
+    mtime_ns: int
 
 
 def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog, Body]:
@@ -231,24 +234,52 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
     buf = data[skip:] if skip else data
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
     end = start + skip + body  # in the file
+    known = len(out.tables)
     line_no = _read_lines(buf, body, first, out)
     out.flush_rows()
-    kept = Body(copy.deepcopy(out.info), list(out.tables), list(out.events), end, line_no - 1,
+    order = _first_values(out.tables[known:], since.order if grown is not None else None)
+    held = os.stat(path)
+    kept = Body(copy.deepcopy(out.info), _joined(out.tables), list(out.events), end, line_no - 1,
                 digest((head + data[:EDGE])[:min(EDGE, end)]),
-                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]))
+                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]), order, held.st_ino,
+                held.st_mtime_ns)
     del data
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line, or one still writing it. It is read on
         # its own, and again from its start by the next read.
+        known = len(out.tables)
         _read_line(buf[body:], line_no, out, unterminated=True)
         out.flush_rows()
+        order = _first_values(out.tables[known:], order)
     out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
     del buf  # the file's bytes are all read: let them go before the frame is built
     out.info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # each chunk's columnar problems, then its others
     events = sorted(out.events, key=lambda e: e.evidence.line)  # in the file's order, however its lines were read
-    metrics = _to_frame(out.tables, rel)
+    metrics = _to_frame(out.tables, rel, order)
     out.info.records = len(metrics) + sum(1 for e in events if not isinstance(e, Evaluation))
     return NativeLog(input=out.info, metrics=metrics, events=events), kept
+
+
+JOIN_ABOVE = 8  # a log read on at every build keeps its rows in at most this many tables (then one)
+
+
+def _joined(tables: list[pa.Table]) -> list[pa.Table]:
+    """The rows kept for reading on: as they are while they are a few tables, else one table in line order
+    (a log read on thousands of times during a lot would otherwise keep thousands of tables)."""
+    tables = [t for t in tables if t.num_rows]
+    if len(tables) <= JOIN_ABOVE:
+        return tables
+    return [_in_line_order(tables)]
+
+
+def _in_line_order(tables: list[pa.Table]) -> pa.Table:
+    """One table of the rows of `tables`, in line order. Each table is in line order (a chunk's rows, or the
+    rows read one by one): the whole is when each starts after the one before ends."""
+    bounds = [(t.column("line")[0].as_py(), t.column("line")[-1].as_py()) for t in tables]
+    table = pa.concat_tables(tables, promote_options="default")
+    if any(first < last for (_, last), (first, _) in zip(bounds, bounds[1:])):
+        table = table.take(np.argsort(table.column("line").to_numpy(), kind="stable"))
+    return table
 
 
 def _read_lines(buf: bytes, body: int, line_no: int, out: _Collector) -> int:
@@ -279,8 +310,11 @@ def _grown(path: Path, since: Body) -> tuple[bytes, bytes, bytes] | None:
     `end`, and the bytes past it. None otherwise: the log is read whole."""
     with open_file(path) as handle:
         fd = handle.fileno()
-        if os.fstat(fd).st_size < since.end:
-            return None
+        held = os.fstat(fd)
+        if held.st_ino != since.inode or held.st_size < since.end:
+            return None  # another file at the path (a rotated log's successor), or cut short
+        if held.st_size == since.end and held.st_mtime_ns != since.mtime_ns:
+            return None  # changed but no longer: edited in place, not appended to
         head = os.pread(fd, min(EDGE, since.end), 0)
         before = os.pread(fd, min(EDGE, since.end), max(0, since.end - EDGE))
         if digest(head) != since.head or digest(before) != since.edge:
@@ -290,19 +324,11 @@ def _grown(path: Path, since: Body) -> tuple[bytes, bytes, bytes] | None:
     return None if since.end + len(more) > LOG_BUDGET else (head, before, more)
 
 
-def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
-    """One frame of metric rows in line order; metric columns keep NaN apart from missing."""
+def _to_frame(tables: list[pa.Table], rel: str, order: dict[str, tuple[int, int]]) -> pd.DataFrame:
+    """One frame of metric rows in line order, its metric columns in `order`; metric columns keep NaN apart
+    from missing."""
     tables = [t for t in tables if t.num_rows]
-    order = _first_values(tables)
-    if not tables:
-        table = _ROW_SCHEMA.empty_table()
-    else:
-        # Each table is in line order (a chunk's rows, or the rows read one by one): the whole is
-        # when each starts after the one before ends.
-        bounds = [(t.column("line")[0].as_py(), t.column("line")[-1].as_py()) for t in tables]
-        table = pa.concat_tables(tables, promote_options="default")
-        if any(first < last for (_, last), (first, _) in zip(bounds, bounds[1:])):
-            table = table.take(np.argsort(table.column("line").to_numpy(), kind="stable"))
+    table = _in_line_order(tables) if tables else _ROW_SCHEMA.empty_table()
     core = {name: table.column(name) for name in _ROW_SCHEMA.names}
     frame = pd.DataFrame(
         {
@@ -320,11 +346,12 @@ def _to_frame(tables: list[pa.Table], rel: str) -> pd.DataFrame:
     return frame
 
 
-def _first_values(tables: list[pa.Table]) -> dict[str, tuple[int, int]]:
+def _first_values(tables: list[pa.Table], known: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]]:
     """Each metric's place in the frame: the line of its first value, then its place among the keys of
-    that line. The same however the file was cut into pieces (chunks, lines read one by one, a log read
-    on from where it stopped): a piece's columns follow the keys' order of first appearance in it."""
-    first: dict[str, tuple[int, int]] = {}
+    that line; `known`: the places found in the lines read before. The same however the file was cut
+    into pieces (chunks, lines read one by one, a log read on from where it stopped): a piece's columns
+    follow the keys' order of first appearance in it."""
+    first: dict[str, tuple[int, int]] = dict(known or {})
     never = (np.iinfo(np.int64).max, 0)
     for table in tables:
         lines = table.column("line").to_numpy()
@@ -698,6 +725,8 @@ def _decode(raw: bytes, unterminated: bool) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if unterminated and exc.end == len(raw) and exc.reason == "unexpected end of data":  # cut inside a character
+            raise _CutOff("cut off: the file ends mid-line (a writer stopped while writing)") from None
         raise _BadRecord(f"not UTF-8 text (byte {exc.start} of the line)") from None
     try:
         record = json.loads(text)

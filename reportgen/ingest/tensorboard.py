@@ -595,9 +595,9 @@ def _read_one(scan: Scan, rel: str, files: dict[str, list[tuple[int, str]]],
     if len(frame):
         files.setdefault(key, []).append((int(frame["step"].min()), rel))
     facts = RunFacts(run=key, format=FORMAT, evidence=Evidence(rel))
-    if info.cut_off and owner is None:
-        facts.status, facts.reason = "interrupted", f"{rel} ends mid-record: its writer was stopped"
-    elif args is not None:
+    # A file cut mid-record tells its run was stopped (analysis/status.py: a cut-off source), unless a watch
+    # build finds it still being written; either way no summary is made of what it holds so far.
+    if args is not None and not info.cut_off:
         hf.tensorboard_summary(rel, frame, args, facts)
     if owner in scan.limits and len(frame):
         scan.reached(owner, int(frame["step"].max()) + 1, rel)
