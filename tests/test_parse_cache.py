@@ -360,3 +360,37 @@ def test_the_cache_of_a_logs_folder_not_built_for_a_month_is_thrown_away(tmp_pat
     os.utime(old, (month, month))
     open_cache(logs)
     assert not old.exists() and kept.exists()
+
+
+def test_metrics_logged_first_as_null_take_the_same_place_however_the_log_was_cut(tmp_path):
+    """A logger that writes every key, null where it has no value: each metric's column follows its first
+    value, then the order its line writes them; the same whole or read on from any line."""
+    rows = [{"b": None, "loss": 1.0}, {"a": 1.0, "b": 2.0, "loss": 0.9}, {"c": None, "loss": 0.8}, {"loss": 0.7}]
+    data = b"".join(json.dumps({"ts": f"2026-11-02T09:0{n}:00Z", "type": "metric", "run": "r1", "step": n + 1,
+                                "metrics": metrics}).encode() + b"\n" for n, metrics in enumerate(rows))
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    whole = native.read(path, "events.jsonl")
+    # c has no value at all: no column (as pyarrow gives it no type)
+    assert [c for c in whole.metrics.columns if c not in ("path", "line", "run", "kind", "step", "ts")] == ["loss", "a", "b"]
+    for cut in [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]:
+        path.write_bytes(data[:cut])
+        _seen, since = native.read_on(path, "events.jsonl")
+        path.write_bytes(data)
+        same_log(native.read_on(path, "events.jsonl", since)[0], whole)
+
+
+def test_values_that_are_not_numbers_are_reported_once_per_file_however_the_log_was_cut(tmp_path):
+    """A metric logged as text on every line: one problem at its first line with the whole count, whether
+    the log is read whole or on from any line (not one per piece read)."""
+    data = b"".join(json.dumps({"ts": f"2026-11-02T09:{n:02d}:00Z", "type": "metric", "run": "r1", "step": n + 1,
+                                "metrics": {"loss": 1.0, "note": "x"}}).encode() + b"\n" for n in range(10))
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    whole = native.read(path, "events.jsonl")
+    assert [(p.line, p.message) for p in whole.input.problems] == [(1, "metrics.note is not a number (10 values ignored)")]
+    for cut in [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]:
+        path.write_bytes(data[:cut])
+        _seen, since = native.read_on(path, "events.jsonl")
+        path.write_bytes(data)
+        same_log(native.read_on(path, "events.jsonl", since)[0], whole)

@@ -19,9 +19,11 @@ import copy
 import json
 import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -115,6 +117,13 @@ class _Piece:
     problems: list[tuple[int, str]] = field(default_factory=list)
     skipped: int = 0
     blank: int = 0  # empty lines pyarrow passed over
+    ignored: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # see _Collector.ignored
+
+
+def _ignore(ignored: dict[tuple[str, str], tuple[int, int]], name: str, why: str, line: int, count: int) -> None:
+    """Values of a metric that are not numbers, counted per file: its first line and how many."""
+    first, total = ignored.get((name, why), (line, 0))
+    ignored[(name, why)] = (min(first, line), total + count)
 
 
 class _Lines:
@@ -146,6 +155,8 @@ class _Collector:
     tables: list[pa.Table] = field(default_factory=list)
     metric_rows: list[dict] = field(default_factory=list)
     events: list = field(default_factory=list)
+    # (metric, why) -> (first line, count) of the values that are not numbers, reported once the file is read
+    ignored: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
     def flush_rows(self) -> None:
         """Turn the rows read one by one into a table like the columnar path's."""
@@ -211,7 +222,8 @@ class Body:
     lines: int
     head: bytes  # digest of the file's first EDGE bytes (up to `end`)
     edge: bytes  # digest of the EDGE bytes before `end`
-    order: dict[str, tuple[int, int]]  # each metric's place among the columns (_first_values)
+    order: dict[str, tuple[int, int, str]]  # each metric's place among the columns (_first_values)
+    ignored: dict[tuple[str, str], tuple[int, int]]  # values that are not numbers so far (_Collector.ignored)
     inode: int  # the file's, when it was read: another file at the same path is read whole
     mtime_ns: int
 
@@ -229,7 +241,7 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
         skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     else:
         head, before, data = grown
-        out = _Collector(since.info, tables=list(since.tables), events=since.events)
+        out = _Collector(since.info, tables=list(since.tables), events=since.events, ignored=dict(since.ignored))
         start, first, skip = since.end, since.lines + 1, 0
     buf = data[skip:] if skip else data
     body = len(buf) if buf.endswith(b"\n") else buf.rfind(b"\n") + 1
@@ -237,12 +249,12 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
     known = len(out.tables)
     line_no = _read_lines(buf, body, first, out)
     out.flush_rows()
-    order = _first_values(out.tables[known:], since.order if grown is not None else None)
+    order = _first_values(out.tables[known:], since.order if grown is not None else None, partial(_keys_at, buf, first))
     held = os.stat(path)
     kept = Body(copy.deepcopy(out.info), _joined(out.tables), list(out.events), end, line_no - 1,
                 digest((head + data[:EDGE])[:min(EDGE, end)]),
-                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]), order, held.st_ino,
-                held.st_mtime_ns)
+                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]), order, dict(out.ignored),
+                held.st_ino, held.st_mtime_ns)
     del data
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line, or one still writing it. It is read on
@@ -250,8 +262,10 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
         known = len(out.tables)
         _read_line(buf[body:], line_no, out, unterminated=True)
         out.flush_rows()
-        order = _first_values(out.tables[known:], order)
+        order = _first_values(out.tables[known:], order, partial(_keys_at, buf, first))
     out.info.lines = line_no - 1 + (1 if body < len(buf) else 0)
+    for (name, why), (line, count) in sorted(out.ignored.items(), key=lambda item: (item[1][0], item[0])):
+        out.info.problem(line, f"metrics.{name} {why} ({count} values ignored)")
     del buf  # the file's bytes are all read: let them go before the frame is built
     out.info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # each chunk's columnar problems, then its others
     events = sorted(out.events, key=lambda e: e.evidence.line)  # in the file's order, however its lines were read
@@ -294,6 +308,8 @@ def _read_lines(buf: bytes, body: int, line_no: int, out: _Collector) -> int:
             out.tables.append(table.set_column(0, "line", lines))
         for rel_line, message in piece.problems:
             out.info.problem(line_no + rel_line, message)
+        for (name, why), (rel_line, count) in piece.ignored.items():
+            _ignore(out.ignored, name, why, line_no + rel_line, count)
         out.info.skipped += piece.skipped
         out.info.blank += piece.blank
         for rel_line, raw in piece.lines:
@@ -324,7 +340,7 @@ def _grown(path: Path, since: Body) -> tuple[bytes, bytes, bytes] | None:
     return None if since.end + len(more) > LOG_BUDGET else (head, before, more)
 
 
-def _to_frame(tables: list[pa.Table], rel: str, order: dict[str, tuple[int, int]]) -> pd.DataFrame:
+def _to_frame(tables: list[pa.Table], rel: str, order: dict[str, tuple[int, int, str]]) -> pd.DataFrame:
     """One frame of metric rows in line order, its metric columns in `order`; metric columns keep NaN apart
     from missing."""
     tables = [t for t in tables if t.num_rows]
@@ -346,22 +362,65 @@ def _to_frame(tables: list[pa.Table], rel: str, order: dict[str, tuple[int, int]
     return frame
 
 
-def _first_values(tables: list[pa.Table], known: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]]:
-    """Each metric's place in the frame: the line of its first value, then its place among the keys of
-    that line; `known`: the places found in the lines read before. The same however the file was cut
-    into pieces (chunks, lines read one by one, a log read on from where it stopped): a piece's columns
-    follow the keys' order of first appearance in it."""
-    first: dict[str, tuple[int, int]] = dict(known or {})
-    never = (np.iinfo(np.int64).max, 0)
+def _first_values(tables: list[pa.Table], known: dict[str, tuple[int, int, str]] | None,
+                  keys_at: Callable[[set[int]], dict[int, list[str]]]) -> dict[str, tuple[int, int, str]]:
+    """Each metric's place in the frame: the line of its first value, then its place among the metrics that
+    line writes (`keys_at`: the metric names of some lines, in their order); a metric with no value at all
+    goes last, by name. `known`: the places found in the lines read before. The same however the file was
+    cut into pieces (chunks, lines read one by one, a log read on from where it stopped)."""
+    first: dict[str, int] = {}
     for table in tables:
         lines = table.column("line").to_numpy()
-        for index, name in enumerate(table.column_names):
-            if name in _ROW_SCHEMA.names:
+        for name in table.column_names:
+            if name in _ROW_SCHEMA.names or (known and name in known and known[name][0] != NEVER):
                 continue
             valid = table.column(name).is_valid().to_numpy(zero_copy_only=False)
-            place = (int(lines[int(np.argmax(valid))]), index) if valid.any() else never
-            first[name] = min(first.get(name, never), place)
-    return first
+            if valid.any():
+                first[name] = min(first.get(name, NEVER), int(lines[int(np.argmax(valid))]))
+            else:
+                first.setdefault(name, NEVER)
+    written = keys_at({line for line in first.values() if line != NEVER})
+    places = dict(known or {})
+    for name, line in first.items():
+        if line == NEVER:
+            places.setdefault(name, (NEVER, NEVER, name))
+            continue
+        keys = written.get(line, [])
+        places[name] = (line, keys.index(name) if name in keys else len(keys), "" if name in keys else name)
+    return places
+
+
+NEVER = np.iinfo(np.int64).max  # the line of a metric's first value when it has none
+
+
+def _keys_at(buf: bytes, first: int, lines: set[int]) -> dict[int, list[str]]:
+    """The metric names each of `lines` (numbered from `first`, the first line of buf) writes, in its order
+    (a line that is no event with metrics: none)."""
+    out: dict[int, list[str]] = {}
+    wanted = sorted(line for line in lines if line >= first)
+    if not wanted:
+        return out
+    if wanted[-1] - first > 100_000:  # far into the file: every line end at once
+        ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+        starts = {line: (int(ends[line - first - 1]) + 1 if line > first else 0) for line in wanted
+                  if line - first - 1 < len(ends)}
+    else:
+        starts, pos, line = {}, 0, first
+        for target in wanted:
+            while line < target and pos >= 0:
+                pos = buf.find(b"\n", pos)
+                pos, line = (pos + 1, line + 1) if pos >= 0 else (-1, line)
+            if pos >= 0:
+                starts[target] = pos
+    for line, start in starts.items():
+        end = buf.find(b"\n", start)
+        try:
+            metrics = json.loads(buf[start:len(buf) if end < 0 else end]).get("metrics")
+        except (ValueError, AttributeError, RecursionError):
+            continue
+        if isinstance(metrics, dict):
+            out[line] = list(metrics)
+    return out
 
 
 def metric_series(values: pa.ChunkedArray | pa.Array) -> pd.Series:
@@ -572,11 +631,11 @@ def _metric_rows(rows: pa.Table, lines: np.ndarray, piece: _Piece) -> None:
         if numeric and child_field.name not in METRIC_FRAME_COLUMNS:
             columns[child_field.name] = child.cast(pa.float64(), safe=False)  # past 2**53: the nearest float
             continue
-        # Reported once per metric, at its first line, with the count of values ignored.
+        # Reported once per metric and file, at its first line, with the count of values ignored (read_on).
         present = np.flatnonzero(child.is_valid().to_numpy(zero_copy_only=False))
         if present.size:
             why = "has the name of a reserved column" if child_field.name in METRIC_FRAME_COLUMNS else "is not a number"
-            piece.problems.append((int(kept_lines[present[0]]), f"metrics.{child_field.name} {why} ({present.size} values ignored)"))
+            _ignore(piece.ignored, child_field.name, why, int(kept_lines[present[0]]), int(present.size))
     piece.tables.append(pa.table(columns))
 
 
