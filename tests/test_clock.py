@@ -384,3 +384,25 @@ def test_a_tensorboard_run_outside_any_run_folder_caught_mid_write_is_not_called
     [run] = [r for r in campaign.runs.values() if events.relative_to(logs).as_posix() in r.sources]
     status = run_status(run, campaign)
     assert (status.status == "interrupted") is not live, status
+
+
+def test_with_two_lots_at_once_a_checkpoint_is_judged_by_its_own_machines_lot(tmp_path):
+    """lora-r16-2's last checkpoint not copied off, 80 s before gpu0's lot ends; train-r16 ran on gpu1, whose
+    lot (held at the same time) has two days left: no alert for it. Counter-example: the same logs with one
+    lot (test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_with_the_work_done)."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(line for line in lines if "checkpoint-2800\",\"seconds\":44.6" not in line), encoding="utf-8")
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    first = plan["order"]["lots"][0]
+    plan["order"]["lots"].append({**first, "label": "RTX 4090, second machine", "start": "2026-11-03T09:00:00+09:00",
+                                  "gpu_names": ["gpu1"]})
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r16")["resource"] = "gpu1"
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    near_end = datetime.fromisoformat("2026-11-05T08:58:40+09:00")
+    report = prepare(logs, logs / "plan.yaml", now=near_end).report
+    assert [lot["open"] for lot in report["clock"]["lots"]] == [True, True]
+    assert "ckpt/lora-r16-2/checkpoint-2800" in [i["name"] for i in report["clock"]["on_machine"]["items"]]
+    assert not [a for a in report["alerts"] if a["code"] == "not_transferred"]

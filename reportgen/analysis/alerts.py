@@ -72,6 +72,7 @@ class LeftThere:
     evidence: list[Evidence]
     transfer_s: float | None
     basis: str
+    run: str | None = None  # the run whose checkpoint it is (its machine's lot: Clock.seconds_left_for)
 
 
 @dataclass(frozen=True)
@@ -109,21 +110,25 @@ def on_machine(campaign: Campaign, checkpoints: CheckpointsReport, deliverables:
                              f"the median of {whose} {len(transfers)} timed transfer{'s' if len(transfers) != 1 else ''}"
         return None, "no transfer timed"
 
-    items = [LeftThere("checkpoint", item.checkpoint.path, item.location.evidence, *measured(item.checkpoint.run, "checkpoint"))
-             for item in checkpoints.left_on_machine]
+    items = [LeftThere("checkpoint", item.checkpoint.path, item.location.evidence, *measured(item.checkpoint.run, "checkpoint"),
+                       run=item.checkpoint.run) for item in checkpoints.left_on_machine]
     items += [LeftThere("deliverable", result.id, result.location.evidence, *measured(None, "deliverable"))
               for result in deliverables if result.location is not None and result.location.status in LEFT_ON_MACHINE]
     return OnMachine(items, len(transfers))
 
 
 def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
-    """Each item still on the machine when less than TRANSFER_MARGIN times its own transfer time is left in the
-    lot (none for an item whose transfer time is unknown: no transfer was timed)."""
-    left = clock.hours_left * 3600
-    return [Alert("not_transferred", f"transfer:{item.name}",
-                  f"{item.kind} {item.name} is still on the rented machine: {_spoken(left)} left in the lot, less than "
-                  f"{TRANSFER_MARGIN:g} x its transfer time ({figure(item.transfer_s)} s, {item.basis})", item.evidence)
-            for item in left_there.items if item.transfer_s is not None and left < TRANSFER_MARGIN * item.transfer_s]
+    """Each item still on the machine when less than TRANSFER_MARGIN times its own transfer time is left in its
+    machine's lot (none for an item whose transfer time is unknown: no transfer was timed)."""
+    out = []
+    for item in left_there.items:
+        left = clock.seconds_left_for(item.run)
+        if item.transfer_s is not None and left < TRANSFER_MARGIN * item.transfer_s:
+            out.append(Alert("not_transferred", f"transfer:{item.name}",
+                             f"{item.kind} {item.name} is still on the rented machine: {_spoken(left)} left in the lot, "
+                             f"less than {TRANSFER_MARGIN:g} x its transfer time ({figure(item.transfer_s)} s, {item.basis})",
+                             item.evidence))
+    return out
 
 
 def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:

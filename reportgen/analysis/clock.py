@@ -84,6 +84,15 @@ class Clock:
     steps: list[StepForecast]
     options: list[LotOption]
     lots: list[LotSpan] = field(default_factory=list)
+    run_deadlines: dict[str, datetime] = field(default_factory=dict)  # a run's machine's lot's end (its GPU step's)
+
+    def seconds_left_for(self, run_id: str | None) -> float:
+        """What is left before the machine that holds a run's files is reclaimed: its GPU's lot's end when that
+        lot is open now, else (its machine unknown: a deliverable) the first open lot's end."""
+        end = self.run_deadlines.get(run_id or "")
+        if end is not None and any(lot.end == end for lot in self.holding):
+            return max(0.0, (end - self.now).total_seconds())
+        return self.hours_left * 3600
 
     @property
     def holding(self) -> list[LotSpan]:
@@ -185,7 +194,13 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
                      skipped={i.step.id for i in optional} | _dropped(forecasts)) if optional else []
     by_id = {item.step.id: item.step for item in schedule.steps}
     without = [replace(f, deadline=deadline(by_id[f.id])) for f in without]
-    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [], spans)
+    run_deadlines: dict[str, datetime] = {}
+    for item in schedule.steps:
+        if item.step.resource in lot_of:
+            for run in runs_matching(item.step.runs, campaign.runs):
+                run_deadlines[run.id] = min(run_deadlines.get(run.id, lot_of[item.step.resource].end),
+                                            lot_of[item.step.resource].end)
+    clock = Clock(now, now_basis, schedule.window.start, schedule.window.end, steps, [], spans, run_deadlines)
     clock.options.extend(_options(plan, clock, [i.step.id for i in optional], without))
     return clock
 
