@@ -261,5 +261,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants, dropped, frozen_at, schedule.window),
-                  *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent)],
+                  *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent,
+                                     lot_open=clock is not None and clock.open)],
     )

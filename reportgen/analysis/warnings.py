@@ -35,7 +35,10 @@ class CampaignWarning:
 
 
 def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: list[Finding], runs: RunsReport,
-                      checkpoints: CheckpointsReport, costs: Costs) -> list[CampaignWarning]:
+                      checkpoints: CheckpointsReport, costs: Costs, lot_open: bool = False) -> list[CampaignWarning]:
+    """Everything the report warns of. While the lot is open (`lot_open`: the lot clock runs), a run with no
+    end logged is one still at work, not a run whose end is unknown: no warning (a run silent far longer than
+    it usually logs is an alert of the clock's)."""
     out = [CampaignWarning(p.code or WarningCode.UNATTRIBUTED, p.message, [e] if (e := p.evidence) else [])
            for p in problems]
     out += [CampaignWarning(WarningCode.PLAN_CHECK, f"the plan, at {format_key(f.key)}: {f.message}")
@@ -48,7 +51,7 @@ def campaign_warnings(campaign: Campaign, problems: list[Problem], findings: lis
                                        [Evidence(info.path, p.line) for p in info.problems[:MAX_EVIDENCE]] or [Evidence(info.path)]))
     for run_id in runs.order:
         status = runs.statuses[run_id]
-        if status.status == Status.UNKNOWN and campaign.runs[run_id].kind == RunKind.TRAINING:
+        if status.status == Status.UNKNOWN and campaign.runs[run_id].kind == RunKind.TRAINING and not lot_open:
             out.append(CampaignWarning(WarningCode.UNKNOWN_END, f"run {run_id}: {status.reason}", status.evidence[:MAX_EVIDENCE]))
     for item in runs.unlinked:
         out.append(CampaignWarning(WarningCode.UNLINKED_SOURCE, f"{item.source.path}: {item.source.reason}",
