@@ -137,11 +137,13 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
     due: str | None = "first build"
     while not stop.is_set():
         if not watch.logs.is_dir():
-            say(f"{watch.logs}: gone; waiting for it to come back (the last good site stays)")
+            built = builds.state()["version"] > 0
+            say(f"{watch.logs}: gone; waiting for it to come back (the last good site stays)" if built
+                else f"{watch.logs}: no such folder yet; waiting for it")
             while not watch.logs.is_dir():
                 if stop.wait(watch.interval):
                     return
-            due = f"{watch.logs} is back"
+            due = f"{watch.logs} is back" if built else "first build"
         inside = watch.plan.resolve().is_relative_to(watch.logs.resolve())
         watched = [watch.logs, *([] if inside else [watch.plan]), *([watch.templates] if watch.templates else [])]
         for changed in changes(watched, watch.interval, poll, stop):

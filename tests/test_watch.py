@@ -370,3 +370,19 @@ def test_ctrl_c_and_a_service_managers_stop_end_the_watch_at_once(tmp_path, sign
             process.kill()
     assert process.returncode == 0, said
     assert said.rstrip().endswith("reportgen watch: stopped") and "KeyboardInterrupt" not in said and "Traceback" not in said
+
+
+def test_logs_not_there_yet_are_waited_for_and_built_when_they_appear(tmp_path):
+    """A watch started before the trainer made its log folder: it says it waits, then makes its first build."""
+    logs, plan = plan_outside(tmp_path)
+    shutil.rmtree(logs)
+    watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
+    try:
+        watching.until("the wait", lambda: any("no such folder yet; waiting for it" in line for line in watching.said))
+        shutil.copytree(SAMPLE_LOGS, logs)
+        (logs / "plan.yaml").unlink()
+        watching.version(1)
+        assert any(" first build: built " in line for line in watching.said)
+        assert not any("gone" in line for line in watching.said)
+    finally:
+        watching.close()
