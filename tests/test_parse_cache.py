@@ -394,3 +394,25 @@ def test_values_that_are_not_numbers_are_reported_once_per_file_however_the_log_
         _seen, since = native.read_on(path, "events.jsonl")
         path.write_bytes(data)
         same_log(native.read_on(path, "events.jsonl", since)[0], whole)
+
+
+def test_a_result_that_depends_on_more_than_its_file_is_read_again_when_that_changes(tmp_path):
+    """Kept.context: what a file's reading depends on besides its bytes (the run folder that holds a
+    TensorBoard file). The same file under another context is read again; under the same one it is not."""
+    from reportgen.ingest import formats
+    from reportgen.ingest.scan import Kept, Scan
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text("hello\n", encoding="utf-8")
+    found = {"a.log": (logs / "a.log", b"hello\n")}
+    calls: list[str] = []
+
+    def read(rel: str) -> str:
+        calls.append(rel)
+        return (logs / rel).read_text(encoding="utf-8")
+
+    for context, expected_calls in (("folder-1", 1), ("folder-1", 1), ("folder-2", 2)):
+        scan = Scan(logs, found, formats.READERS, cache=open_cache(logs))
+        assert scan.read_ahead(["a.log"], read, Kept("test", context=lambda _rel, c=context: c)) == {"a.log": "hello\n"}
+        assert len(calls) == expected_calls, context

@@ -151,9 +151,9 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
     paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
-    gpus = set(plan.gpu_names())
     spans = lot_spans(plan)
-    lot_of = {gpu: span for span in spans for gpu in span.gpus}
+    lot_of = {gpu: span for span in spans for gpu in span.gpus}  # every rented GPU, with its lot
+    gpus = set(lot_of)
     opens = {gpu: span.start for gpu, span in lot_of.items()}  # a GPU runs nothing before its lot starts
     ends: dict[str, datetime] = {}
     free_at: dict[str, datetime] = {}

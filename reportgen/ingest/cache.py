@@ -87,7 +87,7 @@ class Entry:
         return None if self.state is None else pickle.loads(self.state)
 
 
-def kept(value: Any, state: Any = None) -> tuple[bytes, bytes | None]:
+def pickled(value: Any, state: Any = None) -> tuple[bytes, bytes | None]:
     """A reader's result and state as they are kept (pickled where they are made: a worker process)."""
     return (pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL),
             None if state is None else pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))

@@ -95,6 +95,9 @@ class _CutOff(_BadRecord):
     """The last line ends mid-record: its writer was stopped while writing."""
 
 
+CUT_OFF = "cut off: the file ends mid-line (a writer stopped while writing)"
+
+
 @dataclass
 class NativeLog:
     """What one event file holds: the metric rows (columnar) and the rare events."""
@@ -785,7 +788,7 @@ def _decode(raw: bytes, unterminated: bool) -> dict:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         if unterminated and exc.end == len(raw) and exc.reason == "unexpected end of data":  # cut inside a character
-            raise _CutOff("cut off: the file ends mid-line (a writer stopped while writing)") from None
+            raise _CutOff(CUT_OFF) from None
         raise _BadRecord(f"not UTF-8 text (byte {exc.start} of the line)") from None
     try:
         record = json.loads(text)
@@ -793,7 +796,7 @@ def _decode(raw: bytes, unterminated: bool) -> dict:
         raise _BadRecord("nested too deeply to read") from None
     except ValueError as exc:
         if unterminated:
-            raise _CutOff("cut off: the file ends mid-line (a writer stopped while writing)") from None
+            raise _CutOff(CUT_OFF) from None
         raise _BadRecord(f"not JSON ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(record, dict):
         raise _BadRecord("not a JSON object")

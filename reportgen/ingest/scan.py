@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from reportgen.ingest.cache import Entry, ParseCache, Signature, signature
-from reportgen.ingest.cache import kept as cache_entry
+from reportgen.ingest.cache import Entry, ParseCache, Signature, pickled, signature
 from reportgen.ingest.common import Reading
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
@@ -188,17 +187,40 @@ class Scan:
 
         With `kept`, the results are kept between builds (ingest/cache.py): a file unchanged since the
         last build is not read again, and one that has grown is read on through `kept.resume`."""
-        cache = self.cache if kept is not None else None
+        if kept is None or self.cache is None:
+            return self._read_now(rels, read)
+        return self._read_kept(rels, read, kept, self.cache)
+
+    def _read_now(self, rels: list[str], read: Callable[[str], T]) -> dict[str, T]:
+        """read_ahead without the cache: every file read, shared among the workers."""
+        def attempt(rel: str) -> T | None:
+            try:
+                return read(rel)
+            except Exception:  # noqa: BLE001 - reported when the reader reads the file again
+                return None
+
+        def heard(index: int, _result: T | None) -> None:
+            if rels[index] in self.found:  # a file (a folder read whole is told of by its reader)
+                self._heard(rels[index])
+
+        results = ordered_map(attempt, rels, self.jobs, heard)
+        return {rel: result for rel, result in zip(rels, results) if result is not None}
+
+    def _read_kept(self, rels: list[str], read: Callable[[str], T], kept: Kept, cache: ParseCache) -> dict[str, T]:
+        """read_ahead with the cache: what was kept of a file with the same signature is loaded; the other files
+        are read (on from their kept state, when their reader can) and kept."""
         results: dict[str, T] = {}
-        todo: list[tuple[str, Any]] = []  # (file, the state its reader reads on from)
-        signatures: dict[str, Signature | None] = {}
+        todo: list[tuple[str, Signature, Any]] = []  # (file, its signature now, the state its reader reads on from)
+        uncached = [rel for rel in rels if rel not in self.found]  # folders: read as without the cache
         for rel in rels:
-            if cache is None or kept is None or rel not in self.found:
-                todo.append((rel, None))
+            if rel not in self.found:
                 continue
-            signatures[rel] = signature(*self.found[rel])
-            entry = cache.get(kept.kind, rel, kept.context(rel)) if signatures[rel] is not None else None
-            if entry is not None and entry.signature == signatures[rel]:
+            now = signature(*self.found[rel])
+            entry = cache.get(kept.kind, rel, kept.context(rel)) if now is not None else None
+            if now is None:
+                uncached.append(rel)
+                continue
+            if entry is not None and entry.signature == now:
                 try:
                     results[rel] = entry.loaded()
                     cache.hits += 1
@@ -210,35 +232,28 @@ class Scan:
                 state = entry.loaded_state() if entry is not None and kept.resume is not None else None
             except Exception:  # noqa: BLE001 - read whole
                 state = None
-            todo.append((rel, state))
+            todo.append((rel, now, state))
 
-        def attempt(item: tuple[str, Any]) -> Any:
-            rel, state = item
+        def attempt(item: tuple[str, Signature, Any]) -> tuple[bytes, bytes | None] | None:
+            rel, _now, state = item
             try:
-                if cache is None or kept is None:
-                    return read(rel)
                 if kept.resume is None:
-                    return cache_entry(read(rel))
-                value, state = kept.resume(rel, state)
-                return cache_entry(value, state)
+                    return pickled(read(rel))
+                return pickled(*kept.resume(rel, state))
             except Exception:  # noqa: BLE001 - reported when the reader reads the file again
                 return None
 
-        def heard(index: int, _result: Any) -> None:
-            if todo[index][0] in self.found:  # a file (a folder read whole is told of by its reader)
-                self._heard(todo[index][0])
+        def heard(index: int, _result: object) -> None:
+            self._heard(todo[index][0])
 
-        for (rel, state), result in zip(todo, ordered_map(attempt, todo, self.jobs, heard)):
+        for (rel, now, _state), result in zip(todo, ordered_map(attempt, todo, self.jobs, heard)):
             if result is None:
                 continue
-            if cache is None or kept is None:
-                results[rel] = result
-                continue
             value, new_state = result
-            if signatures.get(rel) is not None:
-                cache.put(kept.kind, rel, kept.context(rel), Entry(signatures[rel], value, new_state))
+            cache.put(kept.kind, rel, kept.context(rel), Entry(now, value, new_state))
             cache.reads += 1
             results[rel] = pickle.loads(value)
+        results.update(self._read_now(uncached, read) if uncached else {})
         return {rel: results[rel] for rel in rels if rel in results}
 
     def add(self, reading: Reading) -> None:
