@@ -10,7 +10,7 @@ parse cache and the page memo as the watcher keeps them (the cache in a folder o
 empty at first): a first build (the cache is filled: what it costs a first build), then --repeats times:
 one metric line appended to one run's log and the site built again (the cache holds every other log and
 the grown one is read on from where it stopped; the pages of the runs and files that did not change are
-the memo's). All builds use the same jobs (the machine's cores). Target (issue: during the
+the memo's; so are the traces and paces of the runs whose rows did not change, kept by the recall). All builds use the same jobs (the machine's cores). Target (issue: during the
 lot): a rebuild at most 10% of a whole build.
 """
 
@@ -34,11 +34,12 @@ def rebuilds(logs: Path, plan: Path, out: Path, repeats: int) -> tuple[float, li
     """Child process: build once, then append a line and build again, `repeats` times; the times."""
     from reportgen.build import build
     from reportgen.parallel import cores
+    from reportgen.recall import Recall
     from reportgen.render.memo import PageMemo
 
-    memo = PageMemo()  # the pages of the last build, as the watcher keeps them
+    memo, recall = PageMemo(), Recall()  # the pages and the work of the last build, as the watcher keeps them
     started = time.perf_counter()
-    build(logs, plan, out, jobs=cores(), cache=True, memo=memo)
+    build(logs, plan, out, jobs=cores(), cache=True, memo=memo, recall=recall)
     first = time.perf_counter() - started
     log = sorted(logs.rglob("events.jsonl"))[0]
     last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
@@ -49,7 +50,7 @@ def rebuilds(logs: Path, plan: Path, out: Path, repeats: int) -> tuple[float, li
         with log.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
         started = time.perf_counter()
-        build(logs, plan, out, jobs=cores(), cache=True, memo=memo)
+        build(logs, plan, out, jobs=cores(), cache=True, memo=memo, recall=recall)
         times.append(time.perf_counter() - started)
     return first, times
 

@@ -15,6 +15,7 @@ from reportgen.ingest.cache import open_cache
 from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
+from reportgen.recall import Recall
 from reportgen.render.memo import PageMemo
 from reportgen.render.nextplan import next_plan
 from reportgen.render.output import SiteWriter, check_output
@@ -39,11 +40,21 @@ def build_time() -> datetime | None:
 
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1,
-            now: datetime | None = None, cache: bool = False) -> Built:
+            now: datetime | None = None, cache: bool = False, recall: Recall | None = None) -> Built:
     """Everything but the writing: shared by `build` and `note`. The lot clock's now is `now` (`watch`: the
     wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs. With `cache`, what is read of
     each log is kept in the user's cache folder, and the logs unchanged since the last build are not read
-    again (ingest/cache.py)."""
+    again (ingest/cache.py). With `recall` (held by the watcher), what the last build worked out from inputs that
+    did not change is taken again (recall.py)."""
+    try:
+        return _prepare(logs, plan_path, progress, jobs, now, cache, recall)
+    finally:
+        if recall is not None:
+            recall.settle()
+
+
+def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, now: datetime | None, cache: bool,
+             recall: Recall | None) -> Built:
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path)
     check_logs(logs)
@@ -51,7 +62,7 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
     campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=open_cache(logs) if cache else None,
-                      live=now)
+                      live=now, recall=recall)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
@@ -61,7 +72,7 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
         epoch = build_time()
         told = (now, "the wall clock") if now is not None else (epoch, "SOURCE_DATE_EPOCH") if epoch is not None else None
         analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress,
-                           map_runs=partial(ordered_map, jobs=jobs), now=told)
+                           map_runs=partial(ordered_map, jobs=jobs), now=told, recall=recall)
     with during("making report.json"):
         report = build_report(analysis, current, frozen, build_time())
     return Built(report=report, analysis=analysis, plan=current, frozen=frozen)
@@ -69,12 +80,12 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
           progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None,
-          cache: bool = False, memo: PageMemo | None = None) -> Built:
+          cache: bool = False, memo: PageMemo | None = None, recall: Recall | None = None) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
     processes; on any failure the previous site stays as it was. `cache`: see prepare; `memo`: the pages of
-    the last build, kept by the watcher (render/memo.py)."""
+    the last build, kept by the watcher (render/memo.py); `recall`: see prepare."""
     check_output(out, logs, plan_path)
-    built = prepare(logs, plan_path, progress, jobs, now, cache)
+    built = prepare(logs, plan_path, progress, jobs, now, cache, recall)
     source = PlanSource(
         name=built.plan.path.name,
         text=built.plan.text,

@@ -17,6 +17,8 @@ from typing import Literal, Protocol, TypeVar
 import numpy as np
 import pandas as pd
 
+from reportgen.recall import frame_digests
+
 MAX_PROBLEMS_PER_FILE = 200
 MAX_PROBLEM_CHARS = 500  # a message quotes what it found; a value of megabytes is quoted by its start
 
@@ -597,6 +599,17 @@ class Campaign:
             groups = {str(run): group for run, group in self.metrics.groupby("run", sort=True)}
             cached = self.__dict__["_frames_by_run"] = (self.metrics, key, groups)
         return dict(cached[2])
+
+    def run_digests(self) -> dict[str, bytes]:
+        """A digest of each run's rows of the metrics frame (recall.frame_digests), worked out once per frame,
+        like frames_by_run."""
+        if not len(self.metrics):
+            return {}
+        key = (len(self.metrics), tuple(self.metrics.columns))
+        cached = self.__dict__.get("_run_digests")
+        if cached is None or cached[0] is not self.metrics or cached[1] != key:
+            cached = self.__dict__["_run_digests"] = (self.metrics, key, frame_digests(self.metrics, "run"))
+        return cached[2]
 
     def metrics_by_run(self) -> dict[str, list[str]]:
         """The metrics each run logged at least once."""

@@ -21,6 +21,7 @@ import watchfiles
 
 from reportgen.build import build
 from reportgen.errors import ReportgenError
+from reportgen.recall import Recall
 from reportgen.render.memo import PageMemo
 from reportgen.render.output import check_output
 from reportgen.serve import Builds, start_server
@@ -78,6 +79,7 @@ class Watch:
     jobs: int = 1
     cache: bool = True  # keep what is read of each log between builds (ingest/cache.py)
     memo: PageMemo = field(default_factory=PageMemo)  # the pages of the last build (render/memo.py)
+    recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
 
 
@@ -166,7 +168,8 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     started, now = time.monotonic(), watch.clock()
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=now, cache=watch.cache, memo=watch.memo)
+                      jobs=watch.jobs, now=now, cache=watch.cache, memo=watch.memo,
+                      recall=watch.recall)
     except ReportgenError as exc:
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"

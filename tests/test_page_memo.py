@@ -12,6 +12,7 @@ import yaml
 from conftest import SAMPLE_LOGS
 
 from reportgen.build import build
+from reportgen.recall import Recall
 from reportgen.render.memo import Asked, PageMemo, Tracked
 
 NOW = datetime(2026, 11, 3, 1, 0, tzinfo=UTC)  # during the sample's lot: the clock's banner is on every page
@@ -35,24 +36,29 @@ def append(log: Path, row: dict) -> None:
 def test_with_the_memo_each_build_is_the_build_without_it_and_only_what_changed_is_rendered(tmp_path):
     """A sequence of changes during the lot, each build with the memo against one without: a row of a running
     run (its page and the pages of the runs charted with it are rendered; the others are the memo's), a new
-    run, a stop, an edited plan (every page anew), a removed log."""
+    run, a stop, an edited plan (every page anew), a removed log. The memo's builds also keep what they worked out
+    (recall.py): each run's traces and paces are worked out again only when its rows or timings changed."""
     logs = live_copy(tmp_path)
-    memo = PageMemo()
+    memo, recall = PageMemo(), Recall()
     running = logs / "runs" / "lora-r16-2" / "events.jsonl"
 
     def both(name: str, now: datetime = NOW) -> None:
-        build(logs, logs / "plan.yaml", tmp_path / "memo", jobs=1, now=now, memo=memo)
+        recall.reused = recall.made = 0
+        build(logs, logs / "plan.yaml", tmp_path / "memo", jobs=1, now=now, memo=memo, recall=recall)
         build(logs, logs / "plan.yaml", tmp_path / name, jobs=1, now=now)
         assert site_files(tmp_path / "memo") == site_files(tmp_path / name), name
 
     both("first")
     assert memo.reused == 0 and memo.rendered > 10
-    pages = memo.rendered
+    assert recall.reused == 0 and recall.made > 10
+    pages, worked = memo.rendered, recall.made
     append(running, {"ts": "2026-11-03T10:05:00+09:00", "type": "metric", "run": "lora-r16-2", "step": 1340,
                      "metrics": {"loss": 1.47}})
     both("a row")
     # lora-r16-2's page, lora-r16-1's (its chart draws lora-r16-2, which continues it) and the log's evidence page.
     assert memo.rendered == 3 and memo.reused == pages - 3
+    # One run's rows changed: its trace, its steps and its paces are worked out again, nothing of the others.
+    assert 0 < recall.made <= 5 and recall.made + recall.reused == worked
     (logs / "runs" / "lora-r16-3").mkdir()
     append(logs / "runs" / "lora-r16-3" / "events.jsonl",
            {"ts": "2026-11-03T10:06:00+09:00", "type": "run_start", "run": "lora-r16-3", "variant": "lora-r16",
@@ -106,6 +112,7 @@ def test_the_watcher_keeps_a_memo_and_its_builds_are_those_of_build(tmp_path):
     shutil.copytree(SAMPLE_LOGS, logs)
     watch = Watch(logs, logs / "plan.yaml", tmp_path / "site")
     assert isinstance(watch.memo, PageMemo) and Watch(logs, logs / "plan.yaml", tmp_path / "x").memo is not watch.memo
+    assert isinstance(watch.recall, Recall) and Watch(logs, logs / "plan.yaml", tmp_path / "x").recall is not watch.recall
     templates = tmp_path / "templates"
     templates.mkdir()
     build(logs, logs / "plan.yaml", tmp_path / "custom", templates=templates, memo=watch.memo)

@@ -68,6 +68,7 @@ from reportgen.model import (
     WarningCode,
 )
 from reportgen.plan.schema import Plan
+from reportgen.recall import Recall
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,14 @@ ANALYSIS_PARTS = ("variants", "run ends", "stop rules", "runs", "checkpoints", "
 
 def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | None = None,
             frozen_at: datetime | None = None, progress: Callable[[str, str, int, int], None] | None = None,
-            map_runs: Mapper = one_by_one, now: tuple[datetime, str] | None = None) -> Analysis:
+            map_runs: Mapper = one_by_one, now: tuple[datetime, str] | None = None,
+            recall: Recall | None = None) -> Analysis:
     """The whole analysis; `checks` are the deliverables' file-level checks (reportgen.verify), done where LOGS is at hand;
     `frozen_at` is when the plan was frozen, if it was; `progress` hears of each of ANALYSIS_PARTS as it begins;
     `map_runs` does the work that is the same for every run (each run's paces), one by one unless a build
     shares it among workers; `now` is the lot clock's now and what it is (the wall clock, SOURCE_DATE_EPOCH),
-    else the newest time in the logs."""
+    else the newest time in the logs; `recall` (held by the watcher) keeps each run's paces between builds, for the
+    runs whose rows and timings did not change (recall.py)."""
     def part(name: str) -> None:
         if progress:
             progress("analysing", name, ANALYSIS_PARTS.index(name) + 1, len(ANALYSIS_PARTS))
@@ -226,14 +229,14 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     part("deliverables")
     deliverables = judge(plan, campaign, checks or [], statuses, results, schedule.window.end)
     part("time variance")
-    variance = variance_report(schedule, campaign, statuses, by_run, map_runs)
+    variance = variance_report(schedule, campaign, statuses, by_run, map_runs, recall)
     dropped = {r.variant.id for r in results if r.verdict == VariantVerdict.DROPPED}
     schedule = _dropped_steps(schedule, dropped)
     findings = check_plan(plan)
     problems = [*campaign.problems, *problems]
     spent = costs(plan, deliverables)
     part("next campaign")
-    upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs)
+    upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs, recall)
     newest = newest_time(campaign)
     when, basis = now or (newest, "the newest time in the logs")
     if when is not None and newest is not None and basis == "SOURCE_DATE_EPOCH" and when < newest:

@@ -54,13 +54,15 @@ from reportgen.analysis.variance import (
     TrainingPace,
     VarianceReport,
     lost_work,
-    run_training,
+    run_timing,
     start_steps,
+    training_paces,
 )
 from reportgen.analysis.verdicts import VariantResult, VariantVerdict
 from reportgen.model import Campaign, Evidence, Run, Status, metric_values
 from reportgen.numbers import figure, listed, median, plural
 from reportgen.plan.schema import Plan, StopKind
+from reportgen.recall import Recall
 
 DRAFT_MIN_HOURS = 0.1  # a plan's step takes more than 0 h: the least a draft plan writes
 
@@ -424,7 +426,6 @@ class _Estimator:
         # The variants not proposed again, with the reason each of their estimates carries.
         self.left_out = {a.variant: f"{a.reason} {a.action}" for a in advice if not a.proposed}
         self.uncertainties: list[Uncertainty] = []
-        self.frames = campaign.frames_by_run()
         self.starts = start_steps(campaign)
         self.paces: dict[str, TrainingPace | None] = {}
 
@@ -666,12 +667,19 @@ class _Estimator:
         return self.paces[run_id]
 
     def measure_pace(self, run_id: str) -> TrainingPace | None:
-        run = self.campaign.runs.get(run_id)
-        if run is None or run.started_at is None:
-            return None
-        end = run.ended_at or run.last_seen_at or run.started_at
-        return run_training(run, self.frames.get(run_id), self.campaign, self.runs.statuses[run_id].status,
-                            self.checkpoints.by_run, run.started_at, end)
+        return self.measure_paces([run_id])[0]
+
+    def measure_paces(self, run_ids: list[str], map_runs: Mapper = one_by_one,
+                      recall: Recall | None = None) -> list[TrainingPace | None]:
+        """Each run's training pace over its whole span, through `map_runs` (recall: see training_paces)."""
+        work = {}
+        for run_id in run_ids:
+            run = self.campaign.runs.get(run_id)
+            if run is not None and run.started_at is not None:
+                timing = run_timing(run, self.campaign, self.runs.statuses[run_id].status, self.checkpoints.by_run)
+                work[run_id] = (timing, run.started_at, run.ended_at or run.last_seen_at or run.started_at)
+        paces = dict(zip(work, training_paces(self.campaign, list(work.values()), map_runs, recall), strict=True))
+        return [paces.get(run_id) for run_id in run_ids]
 
     def _pace(self, run_ids: list[str]) -> tuple[float, int, list[Evidence]] | None:
         seconds, steps, evidence = 0.0, 0, []
@@ -764,14 +772,14 @@ def kept_dependencies(plan: Plan, step_id: str, left_out: set[str]) -> list[str]
 
 def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs: RunsReport,
                   checkpoints: CheckpointsReport, variance: VarianceReport, variants: list[VariantResult],
-                  stops: Ledger, map_runs: Mapper = one_by_one) -> NextCampaign:
+                  stops: Ledger, map_runs: Mapper = one_by_one, recall: Recall | None = None) -> NextCampaign:
     """The next campaign's figures from the sections they rest on: the schedule as measured, the runs'
     statuses and times, the checkpoints and save interval, the variance's causes, the variants and the
-    stop-rule ledger. Every run's pace is measured first, through `map_runs`."""
+    stop-rule ledger. Every run's pace is measured first, through `map_runs` (recall: see training_paces)."""
     advice = advise_variants(variants, stops.stops, divergences(campaign, runs.non_finite))
     estimator = _Estimator(plan, campaign, schedule, runs, checkpoints, variance, variants, advice)
     ids = [run_id for run_id, run in campaign.runs.items() if run.started_at is not None]
-    estimator.paces.update(zip(ids, map_runs(estimator.measure_pace, ids), strict=True))
+    estimator.paces.update(zip(ids, estimator.measure_paces(ids, map_runs, recall), strict=True))
     allowance, allowance_basis = estimator.allowance()
     by_variant = {r.variant.id: estimator.variant(r, allowance) for r in variants}
     steps = [estimator.step(item, allowance, by_variant) for item in schedule.steps]

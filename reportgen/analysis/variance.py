@@ -56,6 +56,7 @@ from reportgen.model import (
     by_run,
 )
 from reportgen.numbers import figure
+from reportgen.recall import Recall, digest, each
 
 
 class CauseName(StrEnum):
@@ -152,14 +153,42 @@ def wall_pace(frame: pd.DataFrame | None) -> WallPace | None:
     return WallPace(a, b, rate)
 
 
-def run_training(run: Run, frame: pd.DataFrame | None, campaign: Campaign, status: str,
-                 checkpoints: dict[str, list[RunCheckpoint]], lo: datetime, hi: datetime) -> TrainingPace | None:
-    """A run's training pace inside [lo, hi]; an interrupted run only to its last save (the rest is lost work)."""
-    if frame is not None and status == Status.INTERRUPTED:
-        crash = run.last_seen_at or run.ended_at or run.started_at
-        if crash is not None:
-            frame = frame[frame["ts"].notna() & (frame["ts"] <= last_save_before(run, crash, checkpoints))]
-    return training_pace(frame, run.id, campaign, lo, hi)
+@dataclass(frozen=True)
+class RunTiming:
+    """What a run's training pace is measured from besides its rows (training_pace reads nothing else)."""
+
+    run: str
+    until: datetime | None  # an interrupted run's last save before the crash: the rest is lost work
+    timed: tuple[tuple[datetime, float], ...]  # its evaluations, checkpoint operations and reload tests: (end, seconds)
+    long_inputs: tuple[tuple[int, Evidence], ...]  # its messages of inputs too long (step, evidence), in step order
+
+
+def run_timing(run: Run, campaign: Campaign, status: str, checkpoints: dict[str, list[RunCheckpoint]]) -> RunTiming:
+    crash = run.last_seen_at or run.ended_at or run.started_at if status == Status.INTERRUPTED else None
+    messages = sorted((m.step, m.evidence) for m in campaign.of_run("messages").get(run.id, [])
+                      if m.kind in LONG_INPUT_MESSAGES and m.step is not None)
+    return RunTiming(run.id, last_save_before(run, crash, checkpoints) if crash is not None else None,
+                     tuple(campaign.timed_by_run().get(run.id, [])), tuple(messages))
+
+
+def training_paces(campaign: Campaign, work: list[tuple[RunTiming, datetime, datetime]], map_runs: Mapper = one_by_one,
+                   recall: Recall | None = None) -> list[TrainingPace | None]:
+    """Each run's training pace inside [lo, hi] for each (its timing, lo, hi) of `work`, through `map_runs`;
+    with `recall`, the pace of a run whose rows and timing are the same as at the last build is that build's."""
+    frames = campaign.frames_by_run()
+
+    def make(todo: list[tuple[RunTiming, datetime, datetime]]) -> list[TrainingPace | None]:
+        return map_runs(lambda item: training_pace(frames.get(item[0].run), *item), todo)
+
+    return each(recall, "training pace", work, lambda item: digest(campaign.run_digests().get(item[0].run), item), make)
+
+
+def wall_paces(campaign: Campaign, run_ids: list[str], map_runs: Mapper = one_by_one,
+               recall: Recall | None = None) -> list[WallPace | None]:
+    """Each run's wall-clock pace (wall_pace), through `map_runs`; with `recall`, see training_paces."""
+    frames = campaign.frames_by_run()
+    return each(recall, "wall pace", run_ids, lambda run_id: digest(campaign.run_digests().get(run_id)),
+                lambda todo: map_runs(lambda run_id: wall_pace(frames.get(run_id)), todo))
 
 
 @dataclass
@@ -182,23 +211,23 @@ class _Step:
 
 
 def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
-            checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one) -> dict[str, StepVariance]:
+            checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one,
+            recall: Recall | None = None) -> dict[str, StepVariance]:
     """Every measured step's variance split into causes; steps with no actual time are left out. Each
-    run's paces in its step are measured first, through `map_runs` (shared among workers by a build)."""
-    frames = campaign.frames_by_run()
+    run's paces in its step are measured first, through `map_runs` (shared among workers by a build);
+    `recall`: see training_paces."""
     starts = start_steps(campaign)
     evaluations, operations, tests = by_run(campaign.evaluations), by_run(campaign.checkpoint_ops), by_run(campaign.reload_tests)
     measured = [item for item in schedule.steps
                 if item.actual.hours is not None and item.actual.start is not None and item.actual.end is not None]
     step_runs = {item.step.id: _step_runs(item, campaign) for item in measured}
 
-    def paces(work: tuple[Run, datetime, datetime]) -> tuple[WallPace | None, TrainingPace | None]:
-        run, lo, hi = work
-        frame = frames.get(run.id)
-        return wall_pace(frame), run_training(run, frame, campaign, statuses[run.id].status, checkpoints, lo, hi)
-
     work = [(run, item.actual.start, item.actual.end) for item in measured for run, _started in step_runs[item.step.id]]
-    measured_paces = dict(zip([(run.id, lo, hi) for run, lo, hi in work], map_runs(paces, work), strict=True))
+    ids = sorted({run.id for run, _lo, _hi in work})
+    walls = dict(zip(ids, wall_paces(campaign, ids, map_runs, recall), strict=True))
+    timings = {run.id: run_timing(run, campaign, statuses[run.id].status, checkpoints) for run, _lo, _hi in work}
+    trained = training_paces(campaign, [(timings[run.id], lo, hi) for run, lo, hi in work], map_runs, recall)
+    measured_paces = {(run.id, lo, hi): (walls[run.id], pace) for (run, lo, hi), pace in zip(work, trained, strict=True)}
     out: dict[str, StepVariance] = {}
     for item in measured:
         span = item.actual
@@ -363,8 +392,9 @@ class VarianceReport:
 
 
 def variance_report(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, RunStatus],
-                    checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one) -> VarianceReport:
-    steps = explain(schedule, campaign, statuses, checkpoints, map_runs)
+                    checkpoints: dict[str, list[RunCheckpoint]], map_runs: Mapper = one_by_one,
+                    recall: Recall | None = None) -> VarianceReport:
+    steps = explain(schedule, campaign, statuses, checkpoints, map_runs, recall)
     gaps = between_steps(schedule)
     unexplained = {item.step.id: steps[item.step.id].unexplained_hours if item.step.id in steps else item.variance_hours
                    for item in schedule.steps}
@@ -421,13 +451,6 @@ class TrainingPace:
         return self.seconds / self.steps
 
 
-def _overhead(run_id: str, campaign: Campaign) -> tuple[np.ndarray, np.ndarray]:
-    """(end times in ns, seconds) of a run's evaluations, checkpoint operations and reload tests."""
-    timed = campaign.timed_by_run().get(run_id, [])  # indexed once: not every record scanned per run
-    at = np.array([pd.Timestamp(a).value for a, _ in timed], dtype=np.int64)
-    return at, np.array([sec for _, sec in timed], dtype=float)
-
-
 def _row_evidence(path: object, line: object) -> Evidence:
     return Evidence(str(path), None if pd.isna(line) else int(line))  # type: ignore[call-overload]
 
@@ -469,20 +492,23 @@ def _last_of_each_step(frame: pd.DataFrame, lo: datetime, hi: datetime) -> _Poin
     return _Points(steps[kept].astype(np.int64), ns[kept], frame["path"].to_numpy()[kept], lines[kept], lengths)
 
 
-def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
-                  lo: datetime, hi: datetime) -> TrainingPace | None:
-    """Training pace from a run's timed rows inside [lo, hi]: one point a step (its last time).
+def training_pace(frame: pd.DataFrame | None, timing: RunTiming, lo: datetime, hi: datetime) -> TrainingPace | None:
+    """Training pace from a run's timed rows inside [lo, hi] (an interrupted run's only to its last save):
+    one point a step (its last time).
 
     The training is cut into stretches between consecutive points; each stretch's seconds lose
     the evaluations, checkpoint operations and reload tests that ended in it.
     """
+    if frame is not None and timing.until is not None:
+        frame = frame[frame["ts"].notna() & (frame["ts"] <= timing.until)]
     if frame is None or not len(frame):
         return None
     points = _last_of_each_step(frame, lo, hi)
     if points is None or len(points.steps) < 2:
         return None
     steps, ts = points.steps, points.ts
-    at, seconds_taken = _overhead(run_id, campaign)
+    at = np.array([pd.Timestamp(a).value for a, _ in timing.timed], dtype=np.int64)
+    seconds_taken = np.array([sec for _, sec in timing.timed], dtype=float)
     overhead = np.zeros(len(steps) - 1)
     if len(at):
         holder = np.searchsorted(ts, at, side="left") - 1  # stretch (ts[i], ts[i + 1]] the operation ended in
@@ -499,8 +525,7 @@ def training_pace(frame: pd.DataFrame | None, run_id: str, campaign: Campaign,
     longer = np.zeros(len(seconds), dtype=bool)
     if np.isfinite(tokens).any():
         longer = np.nan_to_num(tokens, nan=-np.inf) > LONG_FACTOR * float(np.nanmedian(tokens))
-    messages = sorted((m.step, m.evidence) for m in campaign.of_run("messages").get(run_id, [])
-                      if m.kind in LONG_INPUT_MESSAGES and m.step is not None)
+    messages = timing.long_inputs
     said = _stretch_of(steps, np.array([step for step, _ in messages], dtype=np.int64))
     hit = np.zeros(len(seconds), dtype=bool)
     hit[said[said >= 0]] = True

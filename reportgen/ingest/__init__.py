@@ -40,6 +40,7 @@ from reportgen.model import (
     same_path,
 )
 from reportgen.plan.freeze import RECORD_DIR
+from reportgen.recall import Recall
 
 SNIFF_BYTES = 64 << 10
 
@@ -116,12 +117,13 @@ def check_logs(logs: Path) -> None:
 
 
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1,
-           cache: ParseCache | None = None, live: datetime | None = None) -> Campaign:
+           cache: ParseCache | None = None, live: datetime | None = None, recall: Recall | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model, shared among up to `jobs` worker processes;
     bad records become problems. With `cache`, what is read of each log is kept for the next build, and
     what was kept of the logs unchanged since the last is used instead of reading them again. `live`: the
     wall clock of a build made while the campaign runs (`watch`), when a last record still being written
-    is no damage (_being_written)."""
+    is no damage (_being_written). `recall`: what a long-lived process keeps of its last build (recall.py),
+    whose runs' traces are taken again for the runs whose rows did not change."""
     check_logs(logs)
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
@@ -166,7 +168,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     if progress:
         progress("deciding", "which files are one run", 1, 3)
     with during("deciding which files are one run"):
-        merged = identity.merge(campaign, scanned.sources, scanned.notes, jobs)
+        merged = identity.merge(campaign, scanned.sources, scanned.notes, jobs, recall)
         _set_apart(campaign, merged.containers, scanned.sources)
         identity.rename(campaign, merged.renames, scanned.text_logs)
         _one_name_per_metric(campaign)
@@ -180,7 +182,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     if progress:
         progress("deciding", "which run continues which", 3, 3)
     with during("deciding which run continues which"):
-        identity.link(campaign, merged, scanned.sources, scanned.text_logs)
+        identity.link(campaign, merged, scanned.sources, scanned.text_logs, recall)
     with during("matching evaluations to runs"):
         _one_per_evaluation(campaign)
         _time_evaluations(campaign)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
@@ -44,6 +45,7 @@ from reportgen.model import (
     WarningCode,
 )
 from reportgen.parallel import ordered_map, workers_for
+from reportgen.recall import Recall, digest, each, frame_digests
 
 # Configuration keys that name or place a run rather than configure it: two runs that differ only
 # in these ran the same configuration (R10). Matched at any depth of the configuration.
@@ -137,9 +139,11 @@ class _Trace:
         return self.t0 is not None and self.t1 is not None
 
 
-def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True, jobs: int = 1) -> dict[str, _Trace]:
+def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True, jobs: int = 1,
+            recall: Recall | None = None) -> dict[str, _Trace]:
     """Each run's (or source's) trace, the runs shared among up to `jobs` workers; without `values`,
-    only its steps, times and loggers (and `trained` is not worked out).
+    only its steps, times and loggers (and `trained` is not worked out). With `recall`, the trace of a run
+    whose rows are the same as at the last build is that build's.
 
     A metric's values are kept as (step, float32 bits) keys: two loggers of one run agree to float32
     precision (TensorBoard keeps float32), and a step may hold several values (a final evaluation
@@ -154,15 +158,30 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
         return [m for m, n in counts.loc[run].items() if n] if counts is not None else []
 
     by_run = frame.groupby("run", sort=True)
-    if workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
-        return {str(run): _trace(group, own(run), formats, values) for run, group in by_run}
-    groups = [(str(run), group, own(run)) for run, group in by_run]
-    traces = ordered_map(lambda entry: _trace(entry[1], entry[2], formats, values), groups, jobs)
-    return {run: trace for (run, _group, _own), trace in zip(groups, traces, strict=True)}
+    if recall is None and workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
+        return {str(run): _trace(group, own(run), _loggers(group["path"].unique(), formats), values) for run, group in by_run}
+    rows = by_run.indices
+    paths = frame["path"].to_numpy()
+    entries = [(str(run), run, own(run), _loggers(pd.unique(paths[rows[run]]), formats))
+               for run in sorted(rows)]
+    digests = frame_digests(frame, "run") if recall is not None else {}
+
+    def make(todo: list[tuple[str, object, list[str], frozenset[str]]]) -> list[_Trace]:
+        groups = [(frame.take(rows[run]), mine, loggers) for _name, run, mine, loggers in todo]
+        return ordered_map(lambda entry: _trace(entry[0], entry[1], entry[2], values), groups, jobs)
+
+    traces = each(recall, "trace" if values else "steps", entries,
+                  lambda entry: digest(digests[entry[0]], entry[2], entry[3]), make)
+    return {name: trace for (name, *_), trace in zip(entries, traces, strict=True)}
 
 
-def _trace(group: pd.DataFrame, own: list[str], formats: dict[str, str | None], values: bool) -> _Trace:
-    """One run's trace (see _traces), from its rows and the metrics it logged."""
+def _loggers(paths: Iterable[object], formats: dict[str, str | None]) -> frozenset[str]:
+    """The formats of the files a run's rows came from."""
+    return frozenset(f for p in paths if (f := formats.get(str(p))))
+
+
+def _trace(group: pd.DataFrame, own: list[str], loggers: frozenset[str], values: bool) -> _Trace:
+    """One run's trace (see _traces), from its rows, the metrics it logged and the formats of its files."""
     steps = group["step"].to_numpy(dtype="float64", na_value=np.nan)
     logged: dict[str, np.ndarray] = {}
     training = (group["kind"] != "eval").to_numpy()
@@ -194,7 +213,7 @@ def _trace(group: pd.DataFrame, own: list[str], formats: dict[str, str | None], 
         clock = (s_sorted[first], t_sorted[first])
     return _Trace(
         values=logged,
-        loggers=frozenset(f for p in group["path"].unique() if (f := formats.get(str(p)))),
+        loggers=loggers,
         first_step=int(known.min()) if len(known) else None,
         last_step=int(known.max()) if len(known) else None,
         t0=ts[timed].min().to_pydatetime() if timed.any() else None,
@@ -291,10 +310,11 @@ class Merged:
     problems: list[Problem] = field(default_factory=list)
 
 
-def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]], jobs: int = 1) -> Merged:
-    """Decide which sources are one run and name each run; nothing is renamed here."""
+def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str, Decision]], jobs: int = 1,
+          recall: Recall | None = None) -> Merged:
+    """Decide which sources are one run and name each run; nothing is renamed here. `recall`: see _traces."""
     formats = {info.path: info.format for info in campaign.inputs}
-    traces = _traces(campaign.metrics, formats, jobs=jobs)
+    traces = _traces(campaign.metrics, formats, jobs=jobs, recall=recall)
     keys = sorted(set(sources) | set(traces))
     for key in keys:  # a key no reader described (a record naming a run no source has): a run of its own
         sources.setdefault(key, Source(key, "reportgen-events", key, Evidence(""), declared=True))
@@ -698,9 +718,10 @@ def rename(campaign: Campaign, renames: dict[str, str], texts: list[TextLog]) ->
 
 # --- after the runs are built: kinds, captured logs, continuations, evaluations -------------
 
-def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: list[TextLog]) -> None:
+def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: list[TextLog],
+         recall: Recall | None = None) -> None:
     """Decide what needs whole runs: their kind, which run each captured log belongs to, which run
-    continues which, and which training run each evaluation run evaluates."""
+    continues which, and which training run each evaluation run evaluates. `recall`: see _traces."""
     runs = campaign.runs
     for run_id, run in runs.items():
         run.identity = list(merged.decisions.get(run_id, []))
@@ -720,7 +741,7 @@ def link(campaign: Campaign, merged: Merged, sources: dict[str, Source], texts: 
             runs[text.owner].sources.append(text.path)
     pending = _link_texts(campaign, texts, folders)
     _own_runs(campaign, pending, texts)
-    if _continuations(campaign):
+    if _continuations(campaign, recall):
         pending = _relink_by_values(campaign, pending)
     pending = _link_by_chain(campaign, pending)
     _evaluated_folders(campaign, folders)
@@ -1248,12 +1269,12 @@ class _Claim:
     inherited: str | None = None  # the file whose records up to `step` were copied from that checkpoint
 
 
-def _continuations(campaign: Campaign) -> bool:
+def _continuations(campaign: Campaign, recall: Recall | None = None) -> bool:
     """Which run continues which, on positive evidence only; a configuration that differs is a new run (R10).
     True when a continuation's inherited records were given back to the run it continues."""
     gave_back = False
     runs = campaign.runs
-    traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False)
+    traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False, recall=recall)
     checkpoints: dict[str, list[Checkpoint]] = {}
     for check in campaign.checkpoints:
         checkpoints.setdefault(check.run, []).append(check)

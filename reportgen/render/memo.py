@@ -14,23 +14,17 @@ site is byte for byte the one a build without the memo writes.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
+from reportgen.recall import digest
+
 # Where a page rendered for the memo has the clock's banner: filled in at each build (the header's clock_html).
 CLOCK_SLOT = Markup("<!--reportgen:clock-->")
 _MISSING = object()
-
-
-def digest(*parts: object) -> bytes:
-    """A digest of picklable values: equal values give equal digests in one process (a difference only makes
-    a page rendered again, never one reused wrongly: pickle keeps every value it is given)."""
-    return hashlib.blake2b(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), digest_size=16).digest()
 
 
 class Tracked(Mapping[str, object]):

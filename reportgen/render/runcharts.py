@@ -24,9 +24,9 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.runs import chain
 from reportgen.model import metric_values, same_metric
 from reportgen.parallel import ordered_map
+from reportgen.recall import digest
 from reportgen.render.charts import FONT_FAMILY, TEXT, TOOLBAR, figure_json, text_width
 from reportgen.render.downsample import DEFAULT_POINTS, Reduced, reduce
-from reportgen.render.memo import digest
 
 # Colours; every text colour keeps 4.5:1 against the white background (WCAG AA).
 THIS_RUN = "#2f6fb3"
