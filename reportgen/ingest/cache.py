@@ -71,6 +71,48 @@ def signature(path: Path, head: bytes) -> Signature | None:
     return Signature(held.st_size, held.st_mtime_ns, held.st_ino, digest(first[:EDGE]), digest(last))
 
 
+@dataclass(frozen=True)
+class ReadTo:
+    """Where a read of a growing log stopped (`end`, in bytes) and what says the file still holds what was read
+    there: digests of its first EDGE bytes and of the EDGE bytes before `end` (each fewer when `end` is nearer),
+    its inode and modification time. Kept by a reader that reads a log on from where it stopped."""
+
+    end: int
+    head: bytes
+    edge: bytes
+    inode: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path, end: int, first: bytes, last: bytes) -> ReadTo:
+        """`first`: the file's bytes from its start (all of them up to `end`, or EDGE at least); `last`: the
+        bytes that end at `end` (EDGE of them at least, or all from the start). The file is the one at
+        `path` now (its inode and time taken now, after the read)."""
+        held = os.stat(path)
+        return cls(end, digest(first[:min(EDGE, end)]), digest(last[len(last) - min(EDGE, end):]),
+                   held.st_ino, held.st_mtime_ns)
+
+
+def grown(path: Path, since: ReadTo, budget: int) -> tuple[bytes, bytes, bytes] | None:
+    """When the file at `path` has only grown since it was read to `since` (the same file, its first bytes and
+    the bytes before `since.end` as they were, and all of it within `budget`): those first bytes, the bytes
+    before `since.end`, and the bytes past it. None otherwise: the file is to be read whole."""
+    with open_file(path) as handle:
+        fd = handle.fileno()
+        held = os.fstat(fd)
+        if held.st_ino != since.inode or held.st_size < since.end:
+            return None  # another file at the path (a rotated log's successor), or cut short
+        if held.st_size == since.end and held.st_mtime_ns != since.mtime_ns:
+            return None  # changed but no longer: edited in place, not appended to
+        head = os.pread(fd, min(EDGE, since.end), 0)
+        before = os.pread(fd, min(EDGE, since.end), max(0, since.end - EDGE))
+        if digest(head) != since.head or digest(before) != since.edge:
+            return None
+        handle.seek(since.end)
+        more = handle.read(budget - since.end + 1)
+    return None if since.end + len(more) > budget else (head, before, more)
+
+
 @dataclass
 class Entry:
     """What was kept of one file: its signature then, what its reader made of it, and the state its reader

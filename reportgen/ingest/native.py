@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from reportgen.boundary import open_file
-from reportgen.ingest.cache import EDGE, digest
+from reportgen.ingest import cache
+from reportgen.ingest.cache import EDGE, ReadTo
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
@@ -221,14 +221,14 @@ class Body:
     info: InputFile  # the lines' counts and problems
     tables: list[pa.Table]  # their metric rows, by line number in the file (a few tables: joined as they grow)
     events: list
-    end: int  # where they end in the file (bytes)
     lines: int
-    head: bytes  # digest of the file's first EDGE bytes (up to `end`)
-    edge: bytes  # digest of the EDGE bytes before `end`
     order: dict[str, tuple[int, int, str]]  # each metric's place among the columns (_first_values)
     ignored: dict[tuple[str, str], tuple[int, int]]  # values that are not numbers so far (_Collector.ignored)
-    inode: int  # the file's, when it was read: another file at the same path is read whole
-    mtime_ns: int
+    at: ReadTo  # where they end in the file, and what says it still holds them
+
+    @property
+    def end(self) -> int:
+        return self.at.end
 
 
 def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog, Body]:
@@ -236,7 +236,7 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
     the log has only grown since, else whole; with its complete lines as they are now, for the next read.
     Either way the log reads as it does when read whole; a last line without its newline yet is read on
     its own each time, never kept."""
-    grown = None if since is None or not since.lines else _grown(path, since)  # no line yet: read whole (a BOM, say)
+    grown = None if since is None or not since.lines else cache.grown(path, since.at, LOG_BUDGET)  # no line yet: whole
     if grown is None:
         out = _Collector(InputFile(path=rel, format=FORMAT))
         data = read_log(path, out.info)
@@ -253,11 +253,8 @@ def read_on(path: Path, rel: str, since: Body | None = None) -> tuple[NativeLog,
     line_no = _read_lines(buf, body, first, out)
     out.flush_rows()
     order = _first_values(out.tables[known:], since.order if grown is not None else None, partial(_keys_at, buf, first))
-    held = os.stat(path)
-    kept = Body(copy.deepcopy(out.info), _joined(out.tables), list(out.events), end, line_no - 1,
-                digest((head + data[:EDGE])[:min(EDGE, end)]),
-                digest((before + data[max(0, skip + body - EDGE):skip + body])[-EDGE:]), order, dict(out.ignored),
-                held.st_ino, held.st_mtime_ns)
+    kept = Body(copy.deepcopy(out.info), _joined(out.tables), list(out.events), line_no - 1, order, dict(out.ignored),
+                ReadTo.of(path, end, head + data[:EDGE], before + data[max(0, skip + body - EDGE):skip + body]))
     del data
     if body < len(buf):
         # The last line has no newline: a writer killed mid-line, or one still writing it. It is read on
@@ -321,26 +318,6 @@ def _read_lines(buf: bytes, body: int, line_no: int, out: _Collector) -> int:
             _read_aside(buf, piece.aside, line_no, out)
         line_no += piece.newlines
     return line_no
-
-
-def _grown(path: Path, since: Body) -> tuple[bytes, bytes, bytes] | None:
-    """When the log has only grown since `since` was read (its first EDGE bytes and the EDGE bytes before
-    `end` are as they were, and it is still within the read budget): those first bytes, the bytes before
-    `end`, and the bytes past it. None otherwise: the log is read whole."""
-    with open_file(path) as handle:
-        fd = handle.fileno()
-        held = os.fstat(fd)
-        if held.st_ino != since.inode or held.st_size < since.end:
-            return None  # another file at the path (a rotated log's successor), or cut short
-        if held.st_size == since.end and held.st_mtime_ns != since.mtime_ns:
-            return None  # changed but no longer: edited in place, not appended to
-        head = os.pread(fd, min(EDGE, since.end), 0)
-        before = os.pread(fd, min(EDGE, since.end), max(0, since.end - EDGE))
-        if digest(head) != since.head or digest(before) != since.edge:
-            return None
-        handle.seek(since.end)
-        more = handle.read(LOG_BUDGET - since.end + 1)
-    return None if since.end + len(more) > LOG_BUDGET else (head, before, more)
 
 
 def _to_frame(tables: list[pa.Table], rel: str, order: dict[str, tuple[int, int, str]]) -> pd.DataFrame:

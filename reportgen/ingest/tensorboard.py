@@ -24,9 +24,11 @@ released, so a large file needs little more memory than its bytes and its values
 
 from __future__ import annotations
 
+import copy
 import re
 import struct
 from array import array
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -38,6 +40,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from reportgen.boundary import read_file
 from reportgen.ingest import hf
+from reportgen.ingest.cache import EDGE, ReadTo, grown
 from reportgen.ingest.common import (
     EPOCH_END,
     LOG_BUDGET,
@@ -170,6 +173,16 @@ class _Scalars:
         self.raw_numbers: dict[bytes, int] = {}  # a tag's bytes as written, to its number
         self.parts: dict[str, list[np.ndarray]] = {name: [] for name in _COLUMNS}
 
+    @classmethod
+    def of(cls, since: Decoded) -> _Scalars:
+        """The values an earlier read kept, for a read on to add to."""
+        out = cls()
+        out.names = list(since.names)
+        out.numbers = {name: number for number, name in enumerate(out.names)}
+        out.plugins, out.texts = dict(since.plugins), dict(since.texts)
+        out.parts = {name: [since.columns[name]] for name in _COLUMNS}
+        return out
+
     def number(self, name: str) -> int:
         """The number of a tag, given one when first seen."""
         number = self.numbers.get(name)
@@ -297,11 +310,12 @@ class _Records:
     """Frames a file's TFRecords a batch at a time, checking each length's CRC as it goes: a wrong one
     leaves the rest of the file unframed, so framing has to stop there."""
 
-    def __init__(self, data: bytes, whole: bool):
+    def __init__(self, data: bytes, whole: bool, count: int = 0, base: int = 0):
         self.data = data
         self.whole = whole  # False: the budget cut the file, and a record cut off at its end is not damage
+        self.base = base  # where `data` starts in the file (a file read on from where it stopped)
         self.pos = 0
-        self.count = 0  # records met so far, damaged ones included
+        self.count = count  # records met so far, damaged ones included
         self.done = not data
         self.end: tuple[int, str] | None = None  # the problem that ended the framing, if one did
         self.cut_off = False
@@ -333,7 +347,7 @@ class _Records:
             length, length_crc = header(buf, pos)
             crc = crc32c(buf[pos:pos + 8])
             if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
-                self.end = (record, f"record {record} at byte {pos}: the length's CRC does not match; "
+                self.end = (record, f"record {record} at byte {self.base + pos}: the length's CRC does not match; "
                                     "the rest of the file cannot be framed and is not read")
                 self.done = True
                 break
@@ -405,18 +419,17 @@ def _tag_numbers(data: _Bytes, tag_start: np.ndarray, tag_length: np.ndarray, ou
     return numbers
 
 
-def _decode(data: bytes, whole: bool, info: InputFile) -> _Scalars:
-    """Frame, check and decode every record, a batch at a time; problems are reported in record order."""
-    out = _Scalars()
+def _decode(data: bytes, whole: bool, info: InputFile, out: _Scalars, records: _Records) -> None:
+    """Frame, check and decode every record of `data` (the file's bytes from `records.base`) into `out`, a batch
+    at a time; problems are reported in record order. Where the framing ended is left in `records`."""
     view = _Bytes(data)
-    records = _Records(data, whole)
     while not records.done:
         first = records.count
         starts, crcs = records.batch()
         numbers = np.arange(first + 1, first + 1 + len(starts))
         lengths = view.u64[starts - 12].astype(np.int64)
         intact = _mask(crcs) == view.u32[starts + lengths]
-        problems = [(record, f"record {record} at byte {start - 12}: the data CRC does not match; record skipped")
+        problems = [(record, f"record {record} at byte {records.base + start - 12}: the data CRC does not match; record skipped")
                     for record, start in zip(numbers[~intact].tolist(), starts[~intact].tolist(), strict=True)]
         info.skipped += len(problems)
         starts, lengths, numbers = starts[intact], lengths[intact], numbers[intact]
@@ -436,35 +449,72 @@ def _decode(data: bytes, whole: bool, info: InputFile) -> _Scalars:
                  "tag": _tag_numbers(view, simple["tag_start"], simple["tag_length"], out), "value": simple["value"]})
         for record, message in sorted(problems):
             info.problem(record, message)
-    if records.end is not None:
-        info.problem(*records.end)
-        info.skipped += 1
-        info.cut_off = records.cut_off
-    return out
+
+
+@dataclass
+class Decoded:
+    """What the complete records of one event file held when it was read: kept between builds (ingest/cache.py),
+    so that a file its writer has only appended to since is read on from `at.end`. Not kept when the framing
+    stopped at damage (the rest of the file is never framed) or the read budget cut the file."""
+
+    info: InputFile  # the records' counts and problems
+    columns: dict[str, np.ndarray]  # their values (_Scalars.columns)
+    names: list[str]  # the tags, by number
+    plugins: dict[str, str | None]
+    texts: dict[str, str]
+    count: int  # records framed (a record cut off at the end is not: it is framed again from its start)
+    at: ReadTo
 
 
 def read(path: Path, rel: str, run: str, texts: dict[str, str] | None = None) -> tuple[InputFile, pd.DataFrame]:
     """Read one event file: its InputFile and a frame with one row per scalar value; `texts`, when
     given, receives the file's text summaries by tag (the Trainer writes its arguments as "args")."""
-    info = InputFile(path=rel, format=FORMAT)
-    loaded = read_file(path, LOG_BUDGET)
-    if not loaded.whole:
-        info.problem(None, loaded.budget_note("records"))
-    out = _decode(loaded.data, loaded.whole, info)
-    del loaded  # the file's bytes: the frame is built from the values' arrays alone
+    info, frame, found = read_on(path, rel, run)[0]
     if texts is not None:
-        texts.update(out.texts)
+        texts.update(found)
+    return info, frame
+
+
+def read_on(path: Path, rel: str, run: str, since: Decoded | None = None
+            ) -> tuple[tuple[InputFile, pd.DataFrame, dict[str, str]], Decoded | None]:
+    """Read one event file, on from `since` (its records as an earlier read found them) when the file has only
+    grown since, else whole: its InputFile, its frame and its text summaries, as reading it whole gives them,
+    with what its complete records hold now, for the next read (None: the next read reads it whole)."""
+    more = None if since is None else grown(path, since.at, LOG_BUDGET)
+    if more is None:
+        info = InputFile(path=rel, format=FORMAT)
+        loaded = read_file(path, LOG_BUDGET)
+        if not loaded.whole:
+            info.problem(None, loaded.budget_note("records"))
+        data, whole, head, before, out, records = loaded.data, loaded.whole, b"", b"", _Scalars(), _Records(loaded.data, loaded.whole)
+        del loaded
+    else:
+        head, before, data = more
+        info, out, whole = copy.deepcopy(since.info), _Scalars.of(since), True
+        records = _Records(data, True, since.count, since.at.end)
+    _decode(data, whole, info, out, records)
     columns = out.columns()
+    kept = None
+    if whole and (records.end is None or records.cut_off):  # framed to the end, or to a record still being written
+        count = records.count - 1 if records.cut_off else records.count
+        kept = Decoded(copy.deepcopy(info), dict(columns), list(out.names), dict(out.plugins), dict(out.texts), count,
+                       ReadTo.of(path, records.base + records.pos, head + data[:EDGE],
+                                 before + data[max(0, records.pos - EDGE):records.pos]))
+    del data  # the file's bytes: the frame is built from the values' arrays alone
+    if records.end is not None:
+        info.problem(*records.end)
+        info.skipped += 1
+        info.cut_off = records.cut_off
     _skip_huge_steps(columns, info)
-    walls, records = columns["wall"], columns["record"]
+    walls, numbers = columns["wall"], columns["record"]
     absurd = ~((walls == 0) | ((walls > 0) & (walls < EPOCH_END)))  # 0: the record has no wall time
     if absurd.any():
         at = int(np.argmax(absurd))
-        info.problem(int(records[at]), f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
-                     f"(first: {float(walls[at])!r} at record {int(records[at])}); their values are read, their times are not")
+        info.problem(int(numbers[at]), f"{int(absurd.sum()):,} value(s) with a wall time that is no time between 1970 and 2199 "
+                     f"(first: {float(walls[at])!r} at record {int(numbers[at])}); their values are read, their times are not")
         columns["wall"] = np.where(absurd, np.nan, walls)
-    del walls, records
-    return info, _frame(columns, out.names, rel, run)
+    del walls, numbers
+    return (info, _frame(columns, out.names, rel, run), dict(out.texts)), kept
 
 
 def _skip_huge_steps(columns: dict[str, np.ndarray], info: InputFile) -> None:
@@ -561,7 +611,9 @@ def read_files(scan: Scan) -> None:
     files: dict[str, list[tuple[int, str]]] = {}
     rels = scan.files(FORMAT)
     # A file's values go to its run folder's source: a file moved to another folder is read again.
-    read_ahead = scan.read_ahead(rels, lambda rel: _read_file(scan, rel), Kept(FORMAT, context=lambda rel: _key(scan, rel)))
+    read_ahead = scan.read_ahead(rels, lambda rel: _read_file(scan, rel),
+                                 Kept(FORMAT, context=lambda rel: _key(scan, rel),
+                                      resume=lambda rel, since: read_on(scan.found[rel][0], rel, _key(scan, rel), since)))
     for rel in rels:
         with scan.contained(rel, FORMAT):
             _read_one(scan, rel, files, read_ahead.pop(rel, None))
@@ -576,9 +628,7 @@ def _key(scan: Scan, rel: str) -> str:
 
 
 def _read_file(scan: Scan, rel: str) -> tuple[InputFile, pd.DataFrame, dict[str, str]]:
-    texts: dict[str, str] = {}
-    info, frame = read(scan.found[rel][0], rel, _key(scan, rel), texts)
-    return info, frame, texts
+    return read_on(scan.found[rel][0], rel, _key(scan, rel))[0]
 
 
 def _read_one(scan: Scan, rel: str, files: dict[str, list[tuple[int, str]]],
