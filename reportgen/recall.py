@@ -49,20 +49,21 @@ def _cells(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def frame_digests(frame: pd.DataFrame, by: str) -> dict[str, bytes]:
     """A digest of each group's rows (the frame grouped by its column `by`), every cell and the rows' order,
-    with the frame's columns and their types."""
+    with the group's key and the frame's columns and their types. Each column is hashed a group at a time,
+    straight from its array (a group whose rows are together, as in a frame sorted by `by`, without a copy)."""
     if not len(frame):
         return {}
-    columns = len(frame.columns)
-    words = np.zeros((len(frame), columns + (columns + 63) // 64), dtype=np.uint64)  # the cells, then the missing bits
-    for index, name in enumerate(frame.columns):
-        words[:, index], missing = _cells(frame[name])
-        words[:, columns + index // 64] |= missing.astype(np.uint64) << np.uint64(index % 64)
     shape = digest([str(name) for name in frame.columns], [str(t) for t in frame.dtypes])
-    groups = frame.groupby(by, sort=False, observed=True).indices
-    rows = words[np.concatenate(list(groups.values()))]  # each group's rows together, in their order
-    ends = np.cumsum([len(at) for at in groups.values()])
-    return {str(key): hashlib.blake2b(shape + rows[end - len(at):end].tobytes(), digest_size=16).digest()
-            for (key, at), end in zip(groups.items(), ends, strict=True)}
+    columns = [_cells(frame[name]) for name in frame.columns if name != by]  # `by`: the group's key, hashed once
+    out = {}
+    for key, at in frame.groupby(by, sort=False, observed=True).indices.items():
+        rows = slice(int(at[0]), int(at[-1]) + 1) if int(at[-1]) - int(at[0]) + 1 == len(at) else at  # ordered indices
+        total = hashlib.blake2b(digest(shape, str(key), len(at)), digest_size=16)
+        for values, missing in columns:
+            total.update(np.ascontiguousarray(values[rows]))
+            total.update(np.packbits(missing[rows]))
+        out[str(key)] = total.digest()
+    return out
 
 
 class Recall:

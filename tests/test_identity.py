@@ -736,3 +736,15 @@ def test_successive_wandb_runs_naming_one_folder_are_its_records():
 def test_counter_example_wandb_runs_naming_one_folder_that_overlap_are_not_one_run():
     """Two processes alive at once are two runs, whatever folder they name: none is joined."""
     assert _spans_union(first_end=60, second_start=50) == [["hf"], ["w1"], ["w2"]]
+
+
+def test_the_distinct_values_of_a_trace_are_numpys_unique_by_sorting():
+    """identity._distinct stands for np.unique on integer keys and NaN-free steps (sorted, each once)."""
+    import numpy as np
+
+    from reportgen.ingest.identity import _distinct
+
+    rng = np.random.default_rng(7)
+    for values in (rng.integers(-2**62, 2**62, 5000), rng.integers(0, 40, 5000), np.arange(0), np.array([3, 3, 3]),
+                   rng.integers(0, 100, 3000).astype("float64"), np.array([-0.0, 0.0, 1.5, 1.5])):
+        assert np.array_equal(_distinct(values), np.unique(values))

@@ -383,3 +383,40 @@ def test_the_draft_edits_hours_and_dependencies_written_in_a_flow_mapping(tmp_pa
     assert "left as planned" not in draft
     checked = CliRunner().invoke(cli, ["check", str(site / "next-plan.yaml")])
     assert checked.exit_code == 0, checked.output
+
+
+def test_a_divergence_takes_the_value_logged_at_the_row_its_window_cites_and_no_other():
+    """The value a non-finite window reports is the one at its first cited row: that file and that line, the
+    metric logged there. Counter-examples: the same line number in another file of the run, and a row of the
+    cited line where the metric was not logged, say nothing of it."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from reportgen.analysis.estimates import divergences
+    from reportgen.analysis.nonfinite import NonFinite
+    from reportgen.model import Campaign
+
+    rows = [  # (path, line, step, loss, grad_norm); None: not logged
+        ("a/events.jsonl", 7, 70, float("nan"), None),
+        ("b/events.jsonl", 7, 70, float("inf"), 1.0),  # the same line number in another file
+        ("b/events.jsonl", 9, 90, None, -float("inf")),
+        ("b/events.jsonl", 9, 90, float("inf"), None),  # a second row of line 9: loss is logged here
+    ]
+    campaign = Campaign(root="logs")
+    campaign.metrics = pd.DataFrame({
+        "path": [r[0] for r in rows], "line": [r[1] for r in rows], "run": "r1", "kind": "train",
+        "step": pd.array([r[2] for r in rows], dtype="Int64"), "ts": pd.NaT,
+        # NaN logged is kept apart from not logged, as the readers keep it
+        "loss": pd.arrays.ArrowExtensionArray(pa.array([r[3] for r in rows], pa.float64(), from_pandas=False)),
+        "grad_norm": pd.arrays.ArrowExtensionArray(pa.array([r[4] for r in rows], pa.float64(), from_pandas=False)),
+    })
+    cited = {"a7": Evidence("a/events.jsonl", 7), "b7": Evidence("b/events.jsonl", 7), "b9": Evidence("b/events.jsonl", 9),
+             "c1": Evidence("c/events.jsonl", 1)}
+    windows = {"r1": [NonFinite("r1", "loss", 70, 70, 1, [cited["a7"]]),
+                      NonFinite("r1", "loss", 70, 70, 1, [cited["b7"]]),
+                      NonFinite("r1", "grad_norm", 90, 90, 1, [cited["b9"]]),
+                      NonFinite("r1", "loss", 90, 90, 1, [cited["b9"]]),
+                      NonFinite("r1", "grad_norm", 70, 70, 1, [cited["a7"]]),  # not logged at a:7
+                      NonFinite("r1", "loss", 1, 1, 1, [cited["c1"]])]}  # a file with no rows
+    found = [d.value for d in divergences(campaign, windows)["r1"]]
+    assert found == ["NaN", "infinite", "-infinite", "infinite", "not finite", "not finite"]

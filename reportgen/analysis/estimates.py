@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
+import pandas as pd
 
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.nonfinite import NonFinite
@@ -237,9 +238,7 @@ def divergences(campaign: Campaign, windows: dict[str, list[NonFinite]]) -> dict
     out: dict[str, list[Divergence]] = {}
     for run, items in windows.items():
         frame = groups.get(run)
-        if frame is not None:  # the run's own rows, as arrays made once for all its windows
-            paths = frame["path"].astype(str).to_numpy()
-            lines = frame["line"].to_numpy(dtype="float64", na_value=np.nan)
+        cited = _cited_rows(frame, [w.evidence[0] for w in items if w.evidence]) if frame is not None else {}
         values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for window in items:
             value = "not finite"
@@ -248,10 +247,34 @@ def divergences(campaign: Campaign, windows: dict[str, list[NonFinite]]) -> dict
                 if window.metric not in values:
                     values[window.metric] = metric_values(frame[window.metric])
                 logged, numbers = values[window.metric]
-                found = numbers[(paths == first.path) & (lines == first.line) & logged]
+                rows = cited.get((first.path, first.line), _NO_ROWS)
+                found = numbers[rows[logged[rows]]]
                 if len(found):
                     value = "NaN" if math.isnan(found[0]) else ("infinite" if found[0] > 0 else "-infinite")
             out.setdefault(run, []).append(Divergence(run, window.metric, value, window.step, list(window.evidence)))
+    return out
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def _cited_rows(frame: pd.DataFrame, cited: list[Evidence]) -> dict[tuple[str, int], np.ndarray]:
+    """The positions of a run's rows at each cited (file, line), in row order: each file's rows found once,
+    however many windows cite it (a long run with many non-finite windows)."""
+    out: dict[tuple[str, int], np.ndarray] = {}
+    wanted: dict[str, set[int]] = {}
+    for evidence in cited:
+        if evidence.line is not None:
+            wanted.setdefault(evidence.path, set()).add(evidence.line)
+    if not wanted:
+        return out
+    lines = frame["line"].to_numpy(dtype="float64", na_value=np.nan)
+    for path, numbers in wanted.items():
+        at_path = np.flatnonzero((frame["path"] == path).to_numpy(dtype=bool, na_value=False))
+        at_line = lines[at_path]
+        hit = at_path[np.isin(at_line, np.array(sorted(numbers), dtype="float64"))]
+        for line in numbers:
+            out[(path, line)] = hit[lines[hit] == line]
     return out
 
 
