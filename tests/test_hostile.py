@@ -145,7 +145,7 @@ def test_a_reader_that_fails_on_one_file_fails_for_that_file_alone(reader, tmp_p
         shutil.copytree(FORMATS / name, logs / "formats" / name)
     shutil.copyfile(FORMATS / "text" / "oom-1.log", logs / "formats" / "oom-1.log")
     module = getattr(formats, reader)
-    attribute = {"hf": "read_state", "lightning": "read_metrics", "textlog": "read_console"}.get(reader, "read")
+    attribute = {"hf": "read_state", "lightning": "read_metrics", "textlog": "read_console", "tensorboard": "read_on"}.get(reader, "read")
     original = getattr(module, attribute)
     broken = {"native": "runs/pilot-1/events.jsonl", "textlog": "oom-1.log", "tensorboard": "tb-clean",
               "hf": "hf-clean", "lightning": "pl-clean"}[reader]

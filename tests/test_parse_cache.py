@@ -416,3 +416,39 @@ def test_a_result_that_depends_on_more_than_its_file_is_read_again_when_that_cha
         scan = Scan(logs, found, formats.READERS, cache=open_cache(logs))
         assert scan.read_ahead(["a.log"], read, Kept("test", context=lambda _rel, c=context: c)) == {"a.log": "hello\n"}
         assert len(calls) == expected_calls, context
+
+
+def test_a_wandb_run_folder_is_loaded_while_its_files_are_unchanged_and_read_again_when_one_changes(tmp_path):
+    """W&B run folders written by wandb itself (tests/fixtures/wandb, a run killed and resumed in a second folder):
+    a warm build loads both folders; a folder one of whose W&B files grew, or that holds a new one, is read again
+    (counter-examples), the other loaded; the run's console output (files/output.log, read as a console log) growing
+    is that log's change alone. The campaign reads as without the cache each time."""
+    logs = tmp_path / "resumed"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "wandb" / "resumed", logs)
+    folders = sorted(p for p in (logs / "wandb").iterdir() if p.is_dir())
+    expected = ingest(logs)
+    cold = open_cache(logs)
+    ingest(logs, cache=cold)
+    warm = open_cache(logs)
+    got = ingest(logs, cache=warm)
+    assert cold.reads > 2 and (warm.reads, warm.hits) == (0, cold.reads)  # the two folders, train.log, the debug logs
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
+    for change, kind in (("debug log grown", "wandb"), ("new file", "wandb"), ("console grown", "text-log")):
+        if change == "debug log grown":
+            with (folders[1] / "logs" / "debug.log").open("a", encoding="utf-8") as handle:
+                handle.write("2026-12-04 21:04:40,000 INFO    MainThread:1 [wandb_run.py:_atexit_cleanup()] one more\n")
+        elif change == "new file":
+            (folders[0] / "files" / "wandb-summary.json").write_text('{"_step": 3, "loss": 0.5}\n', encoding="utf-8")
+        else:
+            with (folders[1] / "files" / "output.log").open("a", encoding="utf-8") as handle:
+                handle.write("one more line the run printed\n")
+        again = open_cache(logs)
+        read = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(again, "put", lambda kind, rel, context, entry, real=again.put: read.append(kind) or real(kind, rel, context, entry))
+            got = ingest(logs, cache=again)
+        assert read == [kind] and again.hits == cold.reads - 1, change
+        expected = ingest(logs)
+        pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+        assert got.runs == expected.runs and got.inputs == expected.inputs

@@ -119,7 +119,7 @@ class Entry:
     """What was kept of one file: its signature then, what its reader made of it, and the state its reader
     reads on from (both pickled, loaded only when used, so each use gets objects of its own)."""
 
-    signature: Signature
+    signature: Signature | tuple  # a folder's: each of its files with its signature
     value: bytes
     state: bytes | None
 

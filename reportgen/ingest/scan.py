@@ -73,6 +73,9 @@ class Kept:
     kind: str
     context: Callable[[str], str] = lambda _rel: ""
     resume: Callable[[str, Any], tuple[Any, Any]] | None = None
+    # A reader that reads a folder as one (a W&B run folder): the files its result is made from. The folder's
+    # result is kept while every one of them is unchanged (the same files, each with the same signature).
+    members: Callable[[str], list[str]] | None = None
 
 
 @dataclass
@@ -210,21 +213,20 @@ class Scan:
         """read_ahead with the cache: what was kept of a file with the same signature is loaded; the other files
         are read (on from their kept state, when their reader can) and kept."""
         results: dict[str, T] = {}
-        todo: list[tuple[str, Signature, Any]] = []  # (file, its signature now, the state its reader reads on from)
-        uncached = [rel for rel in rels if rel not in self.found]  # folders: read as without the cache
+        todo: list[tuple[str, Signature | tuple, Any]] = []  # (file, its signature now, the state its reader reads on from)
+        uncached = []  # read as without the cache: folders of a reader that names no members, files gone
         for rel in rels:
-            if rel not in self.found:
-                continue
-            now = signature(*self.found[rel])
-            entry = cache.get(kept.kind, rel, kept.context(rel)) if now is not None else None
+            now = self._signature(rel, kept)
             if now is None:
                 uncached.append(rel)
                 continue
+            entry = cache.get(kept.kind, rel, kept.context(rel))
             if entry is not None and entry.signature == now:
                 try:
                     results[rel] = entry.loaded()
                     cache.hits += 1
-                    self._heard(rel)
+                    if rel in self.found:  # a folder read whole is told of by its reader
+                        self._heard(rel)
                     continue
                 except Exception:  # noqa: BLE001 - an entry that cannot be loaded: the file is read again
                     pass
@@ -244,7 +246,8 @@ class Scan:
                 return None
 
         def heard(index: int, _result: object) -> None:
-            self._heard(todo[index][0])
+            if todo[index][0] in self.found:
+                self._heard(todo[index][0])
 
         for (rel, now, _state), result in zip(todo, ordered_map(attempt, todo, self.jobs, heard)):
             if result is None:
@@ -255,6 +258,21 @@ class Scan:
             results[rel] = pickle.loads(value)
         results.update(self._read_now(uncached, read) if uncached else {})
         return {rel: results[rel] for rel in rels if rel in results}
+
+    def _signature(self, rel: str, kept: Kept) -> Signature | tuple | None:
+        """A file's signature; a folder's, the signatures of the files `kept.members` names (None: it is not kept,
+        a file of it gone, or a folder of a reader that names no members)."""
+        if rel in self.found:
+            return signature(*self.found[rel])
+        if kept.members is None:
+            return None
+        parts = []
+        for member in kept.members(rel):
+            now = signature(*self.found[member]) if member in self.found else None
+            if now is None:
+                return None
+            parts.append((member, now))
+        return tuple(parts)
 
     def add(self, reading: Reading) -> None:
         self.readings.append(reading)

@@ -60,7 +60,7 @@ from reportgen.ingest.common import (
     text_lines,
 )
 from reportgen.ingest.protowire import fields, signed, skip, varint
-from reportgen.ingest.scan import Reader, Scan, Source, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, parents
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "wandb"
@@ -184,6 +184,18 @@ class _Log:
     ended_mid_record: int | None = None  # the byte where the cut record starts
 
 
+def own_files(folder: str, members: list[str]) -> list[str]:
+    """The files of a run folder that are W&B's own by their names (the transaction log, files/ and logs/ that W&B
+    writes), in path order: the only ones read_run reads (each checked by its content there)."""
+    out = []
+    for rel in sorted(members):
+        inner = PurePosixPath(rel).relative_to(folder).parts if rel.startswith(folder + "/") else ()
+        if ((len(inner) == 1 and rel.endswith(".wandb"))
+                or (len(inner) == 2 and ((inner[0] == "files" and inner[1] in FILES) or (inner[0] == "logs" and inner[1] in LOGS)))):
+            out.append(rel)
+    return out
+
+
 def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     """Read a run folder: `members` are the paths under LOGS of the files in it (only W&B's own files are
     read, each checked by its content); `key` is the run id put on rows and events."""
@@ -192,15 +204,15 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     log: _Log | None = None
     log_info: InputFile | None = None
     files: dict[str, str] = {}
-    for rel in sorted(members):
-        inner = PurePosixPath(rel).relative_to(folder).parts if rel.startswith(folder + "/") else ()
-        if len(inner) == 1 and rel.endswith(".wandb") and log is None:
+    for rel in own_files(folder, members):
+        inner = PurePosixPath(rel).relative_to(folder).parts
+        if len(inner) == 1 and log is None:
             head = _head(logs / rel)
             if head is not None and head.startswith(HEADER):
                 log_info, log = read_log_file(logs / rel, rel, key)
                 reading.inputs.append(log_info)
                 claimed.append(rel)
-        elif len(inner) == 2 and ((inner[0] == "files" and inner[1] in FILES) or (inner[0] == "logs" and inner[1] in LOGS)):
+        elif len(inner) == 2:
             head = _head(logs / rel)
             if head is not None and recognise(rel, head) == FILE_KIND:
                 files[inner[1]] = rel
@@ -903,21 +915,24 @@ def read_files(scan: Scan) -> None:
     folders = scan.run_folders(FORMAT)
     keys = dict(folders)
 
-    def members_of(folder: str) -> list[str]:
-        return [rel for rel in scan.members(folder) if rel not in scan.claimed]
+    def own_of(folder: str) -> list[str]:
+        """The folder's own files (own_files) that no reader has taken."""
+        return own_files(folder, [rel for rel in scan.members(folder) if rel not in scan.claimed])
 
     def read_folder(folder: str) -> tuple[list[str], WandbRun]:
-        members = members_of(folder)
-        return members, read_run(scan.logs, folder, members, keys[folder])
+        own = own_of(folder)
+        return own, read_run(scan.logs, folder, own, keys[folder])
 
-    read_ahead = scan.read_ahead([folder for folder, _key in folders], read_folder)
+    # A folder's result is kept between builds while its own files are unchanged (ingest/cache.py).
+    read_ahead = scan.read_ahead([folder for folder, _key in folders], read_folder,
+                                 Kept(FORMAT, context=lambda folder: keys[folder], members=own_of))
     for folder, key in folders:
         source = scan.sources[key]
         with scan.contained(source.evidence.path, FORMAT):
-            members = members_of(folder)
+            own = own_of(folder)
             ahead = read_ahead.pop(folder, None)
             # Read ahead with the same files, unless a folder read before it took some of them.
-            run = ahead[1] if ahead is not None and ahead[0] == members else read_run(scan.logs, folder, members, key)
+            run = ahead[1] if ahead is not None and ahead[0] == own else read_run(scan.logs, folder, own, key)
             scan.add(run.reading)
             for rel in run.claimed:
                 scan.done(rel)
