@@ -452,3 +452,51 @@ def test_a_wandb_run_folder_is_loaded_while_its_files_are_unchanged_and_read_aga
         expected = ingest(logs)
         pd.testing.assert_frame_equal(got.metrics, expected.metrics)
         assert got.runs == expected.runs and got.inputs == expected.inputs
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("folder", ["formats/hf/hf-resumed", "formats/lightning/pl-killed", "keras/resumed", "torchtune/resumed",
+                                    "sample"])
+def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_once_changed(tmp_path, folder):
+    """Trainer states and adapters, Lightning metrics, hyperparameters and checkpoints, Keras CSVLogger and torchtune
+    logs, checkpoint benchmarks (files the libraries wrote, tests/fixtures/make_fixtures.py): a warm build loads
+    every one; a file touched since (a new modification time: its signature differs) is read again, alone
+    (counter-example). The campaign reads as without the cache."""
+    if folder == "sample":
+        logs = sample_copy(tmp_path)
+    else:
+        logs = tmp_path / "logs"
+        shutil.copytree(FIXTURES / folder, logs)
+
+    def built(cache) -> tuple[object, list[tuple[str, str]]]:
+        put = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cache, "put", lambda kind, rel, context, entry, real=cache.put: put.append((kind, rel)) or real(kind, rel, context, entry))
+            return ingest(logs, cache=cache), put
+
+    def same(got) -> None:
+        expected = ingest(logs)
+        pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+        assert got.runs == expected.runs and got.inputs == expected.inputs
+        assert (got.evaluations, got.checkpoints, got.checkpoint_ops) == (expected.evaluations, expected.checkpoints, expected.checkpoint_ops)
+
+    cold = open_cache(logs)
+    _campaign, first = built(cold)
+    kinds = {kind for kind, _rel in first}
+    expected_kinds = {"formats/hf/hf-resumed": {"hf-trainer-state", "hf-trainer-adapter"},
+                      "formats/lightning/pl-killed": {"lightning-csv-metrics", "lightning-csv-hparams", "lightning-csv-checkpoint"},
+                      "keras/resumed": {"keras-csv"}, "torchtune/resumed": {"torchtune"},
+                      "sample": {"checkpoint-bench", "reportgen-events"}}[folder]
+    assert expected_kinds <= kinds, kinds
+    warm = open_cache(logs)
+    got, again = built(warm)
+    assert again == [] and warm.hits == cold.reads
+    same(got)
+    kind, touched = next((kind, rel) for kind, rel in first if kind in expected_kinds)
+    held = (logs / touched).stat()
+    os.utime(logs / touched, ns=(held.st_atime_ns, held.st_mtime_ns + 10**9))
+    got, again = built(open_cache(logs))
+    assert again == [(kind, touched)]
+    same(got)

@@ -33,7 +33,7 @@ from reportgen.ingest.common import (
     read_log,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan
+from reportgen.ingest.scan import Kept, Reader, Scan
 from reportgen.model import CheckpointOp, Evidence, InputFile, ReloadTest
 
 FORMAT = "checkpoint-bench"
@@ -211,7 +211,7 @@ def read_files(scan: Scan) -> None:
     """Checkpoint benchmark records (JSONL or CSV): save, transfer, restore and reload-test timings."""
     for rel in scan.files("bench"):
         with scan.contained(rel, FORMAT):
-            scan.add(read(scan.found[rel][0], rel))
+            scan.add(scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel), Kept(FORMAT)))
         scan.done(rel)
 
 

@@ -36,6 +36,7 @@ from reportgen.ingest.common import (
 )
 from reportgen.ingest.scan import (
     LFS,
+    Kept,
     Reader,
     Scan,
     Source,
@@ -370,7 +371,8 @@ def _read_folder(scan: Scan, folder: str, run: str) -> Reading:
             reading.inputs.append(scan.pointer_file(rel))
             scan.done(rel)
         elif kind == "hf-state":
-            info, rows, events, parsed = read_state(found[rel][0], rel, run)
+            info, rows, events, parsed = scan.read_one(rel, lambda rel: read_state(found[rel][0], rel, run),
+                                                       Kept(f"{FORMAT}-state", context=lambda _rel: run))
             reading.inputs.append(info)
             holder = by_path.get(parents(rel)[0])
             if holder is not None:
@@ -388,7 +390,7 @@ def _read_folder(scan: Scan, folder: str, run: str) -> Reading:
                     reading.events.append(stop)
             scan.done(rel)
         elif kind == "hf-adapter" and rel == prefix + "adapter_config.json":
-            info, adapter = read_adapter(found[rel][0], rel)
+            info, adapter = scan.read_one(rel, lambda rel: read_adapter(found[rel][0], rel), Kept(f"{FORMAT}-adapter"))
             reading.inputs.append(info)
             config.update(adapter)
             scan.done(rel)

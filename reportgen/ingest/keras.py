@@ -31,7 +31,7 @@ from reportgen.ingest.common import (
     read_log,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, Source
+from reportgen.ingest.scan import Kept, Reader, Scan, Source
 from reportgen.model import Decision, Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "keras-csv"
@@ -288,7 +288,7 @@ def read_files(scan: Scan) -> None:
         with scan.contained(rel, FORMAT):
             owner = scan.owner(rel)
             key = owner or f"{FORMAT}:{rel}"
-            log = read(scan.found[rel][0], rel, key)
+            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key), Kept(FORMAT, context=lambda _rel: key))
             scan.add(log.reading)
             if owner is None:
                 scan.sources[key] = Source(key, FORMAT, scan.file_name_of(rel), Evidence(rel))

@@ -27,6 +27,7 @@ from reportgen.ingest.common import (
 )
 from reportgen.ingest.scan import (
     LFS,
+    Kept,
     Reader,
     Scan,
     Source,
@@ -256,6 +257,11 @@ def read_files(scan: Scan) -> None:
             scan.limits[key] = (facts, limit)
 
 
+def kept(part: str, run: str = "") -> Kept:
+    """How a Lightning file's result is kept between builds (ingest/cache.py): by what it is and the run it is read for."""
+    return Kept(f"{FORMAT}-{part}", context=lambda _rel: run)
+
+
 def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None]:
     """A Lightning version folder, and the max_steps its hyperparameters name (None if none)."""
     reading = Reading()
@@ -267,7 +273,7 @@ def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None
     for rel in scan.members(folder):
         kind = kinds.get(rel)
         if kind == "lightning-metrics":
-            info, rows, evals = read_metrics(found[rel][0], rel, run)
+            info, rows, evals = scan.read_one(rel, lambda rel: read_metrics(found[rel][0], rel, run), kept("metrics", run))
             reading.inputs.append(info)
             frame = rows.frame()
             reading.frames.append(frame)
@@ -276,11 +282,12 @@ def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None
             reading.events += [Evaluation(run, step, None, ev, metrics) for step, ev, metrics in evals]
             scan.done(rel)
         elif kind == "hparams" and rel == prefix + "hparams.yaml":
-            info, hparams = read_hparams(found[rel][0], rel)
+            info, hparams = scan.read_one(rel, lambda rel: read_hparams(found[rel][0], rel), kept("hparams"))
             reading.inputs.append(info)
             scan.done(rel)
         elif kind == "ckpt":
-            info, check, check_hparams = read_checkpoint(found[rel][0], rel, run)
+            info, check, check_hparams = scan.read_one(rel, lambda rel: read_checkpoint(found[rel][0], rel, run),
+                                                       kept("checkpoint", run))
             reading.inputs.append(info)
             if check is not None:
                 reading.events.append(check)

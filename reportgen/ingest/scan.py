@@ -194,6 +194,15 @@ class Scan:
             return self._read_now(rels, read)
         return self._read_kept(rels, read, kept, self.cache)
 
+    def read_one(self, rel: str, read: Callable[[str], T], kept: Kept) -> T:
+        """`read(rel)` of one file (or a folder `kept.members` names the files of), through the parse cache when
+        the build has one: unchanged since the last build, what was kept is loaded instead. Called within
+        `contained`: a read that fails raises here, as it does without the cache."""
+        if self.cache is None:
+            return read(rel)
+        found = self._read_kept([rel], read, kept, self.cache)
+        return found[rel] if rel in found else read(rel)
+
     def _read_now(self, rels: list[str], read: Callable[[str], T]) -> dict[str, T]:
         """read_ahead without the cache: every file read, shared among the workers."""
         def attempt(rel: str) -> T | None:

@@ -35,7 +35,15 @@ from reportgen.ingest.common import (
     read_log,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, folder_name, parent, parents
+from reportgen.ingest.scan import (
+    Kept,
+    Reader,
+    Scan,
+    Source,
+    folder_name,
+    parent,
+    parents,
+)
 from reportgen.model import Evidence, InputFile, RunFacts
 
 FORMAT = "torchtune"
@@ -212,7 +220,7 @@ def read_files(scan: Scan) -> None:
         with scan.contained(rel, FORMAT):
             owner = scan.owner(rel)
             key = owner or f"{FORMAT}:{rel}"
-            log = read(scan.found[rel][0], rel, key)
+            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key), Kept(FORMAT, context=lambda _rel: key))
             scan.add(log.reading)
             if owner is None:
                 folder = parents(rel)[0]
