@@ -458,12 +458,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("folder", ["formats/hf/hf-resumed", "formats/lightning/pl-killed", "keras/resumed", "torchtune/resumed",
-                                    "sample"])
+                                    "sample", "dvclive/resumed", "llamafactory/saves"])
 def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_once_changed(tmp_path, folder):
     """Trainer states and adapters, Lightning metrics, hyperparameters and checkpoints, Keras CSVLogger and torchtune
-    logs, checkpoint benchmarks (files the libraries wrote, tests/fixtures/make_fixtures.py): a warm build loads
-    every one; a file touched since (a new modification time: its signature differs) is read again, alone
-    (counter-example). The campaign reads as without the cache."""
+    logs, checkpoint benchmarks, DVCLive and LLaMA-Factory folders (files the libraries wrote, tests/fixtures/
+    make_fixtures.py): a warm build loads every one; a file touched since (a new modification time: its signature
+    differs) is read again, alone, or the folder that holds it (counter-example). The campaign reads as without
+    the cache."""
     if folder == "sample":
         logs = sample_copy(tmp_path)
     else:
@@ -488,15 +489,19 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
     expected_kinds = {"formats/hf/hf-resumed": {"hf-trainer-state", "hf-trainer-adapter"},
                       "formats/lightning/pl-killed": {"lightning-csv-metrics", "lightning-csv-hparams", "lightning-csv-checkpoint"},
                       "keras/resumed": {"keras-csv"}, "torchtune/resumed": {"torchtune"},
-                      "sample": {"checkpoint-bench", "reportgen-events"}}[folder]
+                      "sample": {"checkpoint-bench", "reportgen-events"}, "dvclive/resumed": {"dvclive"},
+                      "llamafactory/saves": {"llamafactory"}}[folder]
     assert expected_kinds <= kinds, kinds
     warm = open_cache(logs)
     got, again = built(warm)
     assert again == [] and warm.hits == cold.reads
     same(got)
     kind, touched = next((kind, rel) for kind, rel in first if kind in expected_kinds)
-    held = (logs / touched).stat()
-    os.utime(logs / touched, ns=(held.st_atime_ns, held.st_mtime_ns + 10**9))
+    member = logs / touched
+    if member.is_dir():  # a folder read as one: one of the files it is read from
+        member = next(p for p in sorted(member.rglob("*")) if p.suffix in (".tsv", ".jsonl"))
+    held = member.stat()
+    os.utime(member, ns=(held.st_atime_ns, held.st_mtime_ns + 10**9))
     got, again = built(open_cache(logs))
     assert again == [(kind, touched)]
     same(got)

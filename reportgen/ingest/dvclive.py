@@ -41,7 +41,7 @@ from reportgen.ingest.common import (
     read_mapping,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, folder_name, parent
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, folder_name, parent
 from reportgen.model import (
     Evaluation,
     Evidence,
@@ -347,7 +347,9 @@ def read_files(scan: Scan) -> None:
         with scan.contained(scan.sources[key].evidence.path, FORMAT):
             members = [rel for rel in scan.members(folder) if rel not in scan.claimed]
             members += [rel for rel in yamls if rel not in members and live_folder(rel, heads, folders) == folder]
-            run = read_folder(scan.logs, folder, members, key)
+            # Kept between builds while the folder's files are unchanged (ingest/cache.py).
+            run = scan.read_one(folder, lambda folder, members=members, key=key: read_folder(scan.logs, folder, members, key),
+                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, members=members: members))
             scan.add(run.reading)
             for rel in run.claimed:
                 scan.done(rel)

@@ -40,7 +40,7 @@ from reportgen.ingest.common import (
     row_kind,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, parents
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 FORMAT = "llamafactory"
@@ -418,7 +418,10 @@ def read_files(scan: Scan) -> None:
         prefix = f"{folder}/" if folder else ""
         with scan.contained(prefix + TRAINER_LOG if prefix + TRAINER_LOG in scan.found else prefix + RUNNING_LOG, FORMAT):
             members = [rel for rel in scan.members(folder) if rel not in scan.claimed]
-            run = read_folder(scan.logs, folder, members, key)
+            # Kept between builds while the folder's own files (those read_folder reads from) are unchanged.
+            own = [rel for rel in members if "/" not in rel[len(prefix):]]
+            run = scan.read_one(folder, lambda folder, members=members, key=key: read_folder(scan.logs, folder, members, key),
+                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, own=own: own))
             run.reading.events.append(run.facts)
             scan.add(run.reading)
             for rel in run.claimed:
