@@ -458,11 +458,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("folder", ["formats/hf/hf-resumed", "formats/lightning/pl-killed", "keras/resumed", "torchtune/resumed",
-                                    "sample", "dvclive/resumed", "llamafactory/saves"])
+                                    "sample", "dvclive/resumed", "llamafactory/saves", "formats/mlflow", "formats/mlruns",
+                                    "hydra/outputs"])
 def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_once_changed(tmp_path, folder):
     """Trainer states and adapters, Lightning metrics, hyperparameters and checkpoints, Keras CSVLogger and torchtune
-    logs, checkpoint benchmarks, DVCLive and LLaMA-Factory folders (files the libraries wrote, tests/fixtures/
-    make_fixtures.py): a warm build loads every one; a file touched since (a new modification time: its signature
+    logs, checkpoint benchmarks, DVCLive and LLaMA-Factory folders, MLflow stores and run folders, Hydra's .hydra
+    files (files the libraries wrote, tests/fixtures/make_fixtures.py): a warm build loads every one; a file touched since (a new modification time: its signature
     differs) is read again, alone, or the folder that holds it (counter-example). The campaign reads as without
     the cache."""
     if folder == "sample":
@@ -481,7 +482,9 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
         expected = ingest(logs)
         pd.testing.assert_frame_equal(got.metrics, expected.metrics)
         assert got.runs == expected.runs and got.inputs == expected.inputs
-        assert (got.evaluations, got.checkpoints, got.checkpoint_ops) == (expected.evaluations, expected.checkpoints, expected.checkpoint_ops)
+        # by repr: a NaN logged (an evaluation's) equals no other NaN object, though it is the same value
+        assert repr((got.evaluations, got.checkpoints, got.checkpoint_ops)) == repr((expected.evaluations, expected.checkpoints,
+                                                                                    expected.checkpoint_ops))
 
     cold = open_cache(logs)
     _campaign, first = built(cold)
@@ -490,18 +493,58 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
                       "formats/lightning/pl-killed": {"lightning-csv-metrics", "lightning-csv-hparams", "lightning-csv-checkpoint"},
                       "keras/resumed": {"keras-csv"}, "torchtune/resumed": {"torchtune"},
                       "sample": {"checkpoint-bench", "reportgen-events"}, "dvclive/resumed": {"dvclive"},
-                      "llamafactory/saves": {"llamafactory"}}[folder]
+                      "llamafactory/saves": {"llamafactory"}, "formats/mlflow": {"mlflow-sqlite"},
+                      "formats/mlruns": {"mlflow-files"}, "hydra/outputs": {"hydra"}}[folder]
     assert expected_kinds <= kinds, kinds
     warm = open_cache(logs)
     got, again = built(warm)
     assert again == [] and warm.hits == cold.reads
     same(got)
     kind, touched = next((kind, rel) for kind, rel in first if kind in expected_kinds)
-    member = logs / touched
-    if member.is_dir():  # a folder read as one: one of the files it is read from
-        member = next(p for p in sorted(member.rglob("*")) if p.suffix in (".tsv", ".jsonl"))
+    member = logs / touched.removesuffix("#store")  # an MLflow store is kept with its write-ahead log
+    if member.is_dir():  # a folder read as one: one of the files it is read from (metrics)
+        member = next(p for p in sorted(member.rglob("*"))
+                      if p.suffix in (".tsv", ".jsonl") or p.parent.name == "metrics" or p.name == "config.yaml")
     held = member.stat()
     os.utime(member, ns=(held.st_atime_ns, held.st_mtime_ns + 10**9))
     got, again = built(open_cache(logs))
     assert again == [(kind, touched)]
     same(got)
+
+
+def test_an_mlflow_store_is_read_again_when_only_its_write_ahead_log_changed(tmp_path):
+    """A live MLflow server in WAL mode commits to mlflow.db-wal and leaves mlflow.db as it was until a checkpoint:
+    the store is kept with its write-ahead log, so a commit to the log alone is read (counter-example to loading
+    it because the database file is unchanged)."""
+    import sqlite3
+
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    logs.mkdir()
+    shutil.copyfile(FIXTURES / "formats" / "mlflow" / "mlflow.db", work / "mlflow.db")
+    writer = sqlite3.connect(work / "mlflow.db")
+    writer.execute("pragma journal_mode=wal")
+    writer.execute("pragma wal_autocheckpoint=0")
+    uuid, key, ts, step = writer.execute("select run_uuid, key, timestamp, step from metrics order by step desc limit 1").fetchone()
+
+    def commit(value: float, later: int) -> None:
+        writer.execute("insert into metrics (key, value, timestamp, run_uuid, step, is_nan) values (?, ?, ?, ?, ?, 0)",
+                       (key, value, ts + later, uuid, step + later))
+        writer.commit()
+        for name in ("mlflow.db-wal", "mlflow.db-shm"):  # copied as the server holds them
+            shutil.copyfile(work / name, logs / name)
+
+    commit(0.125, 1000)
+    shutil.copyfile(work / "mlflow.db", logs / "mlflow.db")
+    ingest(logs, cache=open_cache(logs))
+    database = (logs / "mlflow.db").stat()
+    commit(0.0625, 2000)
+    assert (logs / "mlflow.db").stat().st_mtime_ns == database.st_mtime_ns  # only the log changed
+    again = open_cache(logs)
+    put = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(again, "put", lambda kind, rel, context, entry, real=again.put: put.append((kind, rel)) or real(kind, rel, context, entry))
+        got = ingest(logs, cache=again)
+    writer.close()
+    assert put == [("mlflow-sqlite", "mlflow.db#store")]
+    assert got.metrics.select_dtypes("number").eq(0.0625).any().any()

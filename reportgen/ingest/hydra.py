@@ -29,7 +29,7 @@ from reportgen.ingest.common import (
     read_mapping,
     read_parsed,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, parent, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, parent, parents
 from reportgen.model import Evidence, InputFile, RunFacts
 
 FORMAT = "hydra"
@@ -202,7 +202,9 @@ def claim_folders(scan: Scan) -> None:
 def read_files(scan: Scan) -> None:
     for folder, members in sorted(_run_folders(scan).items()):
         with scan.contained(members[0], FORMAT):
-            read = read_config(scan.logs, folder, members)
+            # Kept between builds while the job's .hydra files are unchanged (ingest/cache.py).
+            read = scan.read_one(folder, lambda folder, members=members: read_config(scan.logs, folder, members),
+                                 Kept(FORMAT, members=lambda _folder, members=members: members))
             hydra_yaml = next((i for i in read.inputs if PurePosixPath(i.path).name == HYDRA), None)
             if hydra_yaml is not None and read.reason:
                 hydra_yaml.notes.append(read.reason)

@@ -46,7 +46,7 @@ from reportgen.ingest.common import (
     row_kind,
     text_lines,
 )
-from reportgen.ingest.scan import Reader, Scan, Source, folder_name, parents
+from reportgen.ingest.scan import Kept, Reader, Scan, Source, folder_name, parents
 from reportgen.model import Evaluation, Evidence, InputFile, RunFacts
 
 SQLITE_FORMAT = "mlflow-sqlite"
@@ -329,7 +329,10 @@ def read_files(scan: Scan) -> None:
         wal = rel + WAL_SUFFIX
         with scan.contained(rel, SQLITE_FORMAT):
             logged = wal in scan.found and len(scan.found[wal][1]) > 0  # its first bytes: not empty
-            read = read_sqlite(scan.found[rel][0], rel, scan.found[wal][0] if logged else None)
+            # Kept between builds while the store and its write-ahead log are unchanged (ingest/cache.py).
+            store = [rel, wal] if logged else [rel]
+            read = scan.read_one(f"{rel}#store", lambda _key, rel=rel, wal=wal, logged=logged: read_sqlite(
+                scan.found[rel][0], rel, scan.found[wal][0] if logged else None), Kept(SQLITE_FORMAT, members=lambda _key, store=store: store))
             if read is not None:
                 reading, runs = read
                 scan.add(reading)
@@ -339,7 +342,11 @@ def read_files(scan: Scan) -> None:
     readable = sorted(scan.found)
     for rel in scan.files("mlflow-run-meta"):
         with scan.contained(rel, FILES_FORMAT):
-            reading, run = read_file_run(scan.logs / parents(rel)[0], scan.logs, readable)
+            folder = parents(rel)[0]
+            # Kept between builds while the run folder's files are unchanged (ingest/cache.py).
+            inside = _under(readable, f"{folder}/") if folder else readable
+            reading, run = scan.read_one(folder, lambda folder: read_file_run(scan.logs / folder, scan.logs, readable),
+                                         Kept(FILES_FORMAT, members=lambda _folder, inside=inside: inside))
             scan.add(reading)
             _sources(scan, [run], FILES_FORMAT)
             for info in reading.inputs:
