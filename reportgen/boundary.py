@@ -120,7 +120,9 @@ def read_file(path: Path, budget: int, whole_lines: bool = False) -> Read:
     with open_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(budget)
-        if not handle.read(1):
+        # Short of the budget, the read reached the file's end as it was then: a writer that appends after it
+        # (a live log) leaves the rest to the next read, never a file past the budget.
+        if len(data) < budget or not handle.read(1):
             return Read(data, max(size, len(data)), budget)
         cut = data.rfind(b"\n") + 1 if whole_lines else len(data)
         if cut < len(data):  # read again up to the cut rather than copy a slice: one buffer of the budget at a time

@@ -135,3 +135,42 @@ def test_a_frozen_plan_linked_out_of_logs_is_refused(tmp_path):
     frozen.symlink_to(outside)
     with pytest.raises(InputError, match="outside LOGS"):
         read_freeze(logs)
+
+
+def test_a_file_a_writer_appends_to_while_it_is_read_is_read_to_the_end_it_had_not_past_the_budget(tmp_path, monkeypatch):
+    """A live log grows between the read that reaches its end and the look for more: what was read is the whole
+    of it then, with no note of a budget it never reached. Counter-example: a file past the budget is cut there."""
+    from reportgen import boundary
+
+    path = tmp_path / "events.out.tfevents.1.vm.1.0"
+    path.write_bytes(b"x" * 100)
+    opened = boundary.open_file
+
+    class Growing:
+        """The file, with a writer appending to it right after the first read reached its end."""
+
+        def __init__(self, handle):
+            self.handle, self.reads = handle, 0
+
+        def read(self, n: int = -1) -> bytes:
+            self.reads += 1
+            data = self.handle.read(n)
+            if self.reads == 1:
+                with path.open("ab") as writer:
+                    writer.write(b"y" * 10)
+            return data
+
+        def __getattr__(self, name: str):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.handle.close()
+
+    monkeypatch.setattr(boundary, "open_file", lambda p: Growing(opened(p)))
+    read = boundary.read_file(path, 1000)
+    assert read.whole and read.data == b"x" * 100 and read.budget_note() is None
+    cut = boundary.read_file(path, 50)
+    assert not cut.whole and len(cut.data) == 50 and "only the first" in cut.budget_note()
