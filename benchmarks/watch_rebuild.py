@@ -6,12 +6,14 @@ whole `reportgen build` of the same campaign.
 
 Reference: `reportgen build LOGS PLAN --no-cache` in a process of its own (imports, reading, analysis,
 pages), the median of --repeats. Measured: in one long-lived process, as the watcher holds it, with the
-parse cache and the page memo as the watcher keeps them (the cache in a folder of the benchmark's own,
+parse cache (held from build to build: a log that grows at every build is written to it once a minute at
+most), the page memo and the recall as the watcher keeps them (the cache in a folder of the benchmark's own,
 empty at first): a first build (the cache is filled: what it costs a first build), then --repeats times:
 one metric line appended to one run's log and the site built again (the cache holds every other log and
 the grown one is read on from where it stopped; the pages of the runs and files that did not change are
-the memo's; so are the traces and paces of the runs whose rows did not change, kept by the recall). All builds use the same jobs (the machine's cores). Target (issue: during the
-lot): a rebuild at most 10% of a whole build.
+the memo's; so are the traces and paces of the runs whose rows did not change, kept by the recall). All
+builds use the same jobs (the machine's cores). Target (issue: during the lot): a rebuild at most 10% of a
+whole build.
 
     python benchmarks/watch_rebuild.py --tensorboard 400000   # one long run's TensorBoard file instead
 
@@ -75,19 +77,22 @@ def rebuilds(logs: Path, plan: Path, out: Path, repeats: int, append: Callable[[
              ) -> tuple[float, list[float]]:
     """Child process: build once, then append a line (or a record) and build again, `repeats` times; the times."""
     from reportgen.build import build
+    from reportgen.ingest.cache import open_cache
     from reportgen.parallel import cores
     from reportgen.recall import Recall
     from reportgen.render.memo import PageMemo
+    from reportgen.watch import WRITE_EVERY
 
-    memo, recall = PageMemo(), Recall()  # the pages and the work of the last build, as the watcher keeps them
+    # The parse cache, the pages and the work of the last build, as the watcher holds them.
+    cache, memo, recall = open_cache(logs, write_every=WRITE_EVERY), PageMemo(), Recall()
     started = time.perf_counter()
-    build(logs, plan, out, jobs=cores(), cache=True, memo=memo, recall=recall)
+    build(logs, plan, out, jobs=cores(), cache=cache, memo=memo, recall=recall)
     first = time.perf_counter() - started
     times = []
     for n in range(1, repeats + 1):
         append(logs, n)
         started = time.perf_counter()
-        build(logs, plan, out, jobs=cores(), cache=True, memo=memo, recall=recall)
+        build(logs, plan, out, jobs=cores(), cache=cache, memo=memo, recall=recall)
         times.append(time.perf_counter() - started)
     return first, times
 

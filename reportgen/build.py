@@ -11,7 +11,7 @@ from pathlib import Path
 from reportgen.analysis import Analysis, analyse
 from reportgen.errors import during
 from reportgen.ingest import Progress, check_logs, excerpts, ingest
-from reportgen.ingest.cache import open_cache
+from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
 from reportgen.plan.load import LoadedPlan, load_plan
@@ -40,11 +40,11 @@ def build_time() -> datetime | None:
 
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1,
-            now: datetime | None = None, cache: bool = False, recall: Recall | None = None) -> Built:
+            now: datetime | None = None, cache: bool | ParseCache = False, recall: Recall | None = None) -> Built:
     """Everything but the writing: shared by `build` and `note`. The lot clock's now is `now` (`watch`: the
     wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs. With `cache`, what is read of
     each log is kept in the user's cache folder, and the logs unchanged since the last build are not read
-    again (ingest/cache.py). With `recall` (held by the watcher), what the last build worked out from inputs that
+    again (ingest/cache.py); the watcher gives the ParseCache it holds. With `recall` (held by the watcher), what the last build worked out from inputs that
     did not change is taken again (recall.py)."""
     try:
         return _prepare(logs, plan_path, progress, jobs, now, cache, recall)
@@ -53,16 +53,16 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
             recall.settle()
 
 
-def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, now: datetime | None, cache: bool,
-             recall: Recall | None) -> Built:
+def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, now: datetime | None,
+             cache: bool | ParseCache, recall: Recall | None) -> Built:
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path)
     check_logs(logs)
     with during(f"reading the frozen plan in {logs}"):
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
-    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=open_cache(logs) if cache else None,
-                      live=now, recall=recall)
+    parse_cache = cache if isinstance(cache, ParseCache) else open_cache(logs) if cache else None
+    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=parse_cache, live=now, recall=recall)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
@@ -80,7 +80,7 @@ def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
           progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None,
-          cache: bool = False, memo: PageMemo | None = None, recall: Recall | None = None) -> Built:
+          cache: bool | ParseCache = False, memo: PageMemo | None = None, recall: Recall | None = None) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
     processes; on any failure the previous site stays as it was. `cache`: see prepare; `memo`: the pages of
     the last build, kept by the watcher (render/memo.py); `recall`: see prepare."""

@@ -21,6 +21,7 @@ import watchfiles
 
 from reportgen.build import build
 from reportgen.errors import ReportgenError
+from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.recall import Recall
 from reportgen.render.memo import PageMemo
 from reportgen.render.output import check_output
@@ -38,6 +39,9 @@ MOUNTS = Path("/proc/self/mounts")
 # After a build the watcher rests as long as the build took, this many seconds at most: at most half of the
 # machine's time goes to rebuilding while logs change without pause.
 MAX_REST = 60.0
+# A log that grows at every build has what was read of it written to the parse cache at most this often;
+# meanwhile the watcher holds it in memory (ingest/cache.py ParseCache).
+WRITE_EVERY = 60.0
 
 
 def mount_type(path: Path, mounts: str) -> str | None:
@@ -78,6 +82,7 @@ class Watch:
     single_file: bool = False
     jobs: int = 1
     cache: bool = True  # keep what is read of each log between builds (ingest/cache.py)
+    parse_cache: ParseCache | None = None  # that cache, held from build to build (opened at the first)
     memo: PageMemo = field(default_factory=PageMemo)  # the pages of the last build (render/memo.py)
     recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
@@ -124,6 +129,8 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
     try:
         _watch(watch, builds, say, poll, stop)
     finally:
+        if watch.parse_cache is not None:
+            watch.parse_cache.flush()  # what it held back, for the next build or watch of LOGS
         if server is not None:
             server.shutdown()
             server.server_close()
@@ -166,10 +173,11 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     """One build, said on the terminal with the time it began in the plan's time zone (the site's; before
     any build has read the plan, the machine's); the seconds it took."""
     started, now = time.monotonic(), watch.clock()
+    if watch.cache and watch.parse_cache is None:
+        watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=now, cache=watch.cache, memo=watch.memo,
-                      recall=watch.recall)
+                      jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall)
     except ReportgenError as exc:
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"

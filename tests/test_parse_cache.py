@@ -548,3 +548,44 @@ def test_an_mlflow_store_is_read_again_when_only_its_write_ahead_log_changed(tmp
     writer.close()
     assert put == [("mlflow-sqlite", "mlflow.db#store")]
     assert got.metrics.select_dtypes("number").eq(0.0625).any().any()
+
+
+def test_a_log_that_grows_at_every_build_of_a_watch_is_written_to_the_cache_at_most_every_so_often(tmp_path, monkeypatch):
+    """The watcher holds its parse cache from build to build (write_every): a log read on at every build is
+    written at its first build, then held in memory, each build reading on from the last one's read (not from
+    what the disk holds), and written when due or when the watch ends (flush). Counter-example: a build's
+    cache (no write_every) writes every read."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = logs / "events.jsonl"
+    event_log(path)
+
+    def grow(step: int) -> None:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"ts": "2026-11-02T10:00:00Z", "type": "metric", "run": "r1", "step": step,
+                                     "metrics": {"loss": 1.0 / step}}) + "\n")
+
+    held = open_cache(logs, write_every=3600)
+    ingest(logs, cache=held)
+    [entry] = list(held.folder.glob("*.entry"))
+    written = entry.read_bytes()
+    firsts = []
+    monkeypatch.setattr(native, "_read_lines", lambda buf, body, first, out, real=native._read_lines: firsts.append(first) or real(buf, body, first, out))
+    lines = ingest(logs).inputs[0].lines
+    firsts.clear()
+    for step in (100, 101, 102):
+        grow(step)
+        got = ingest(logs, cache=held)
+        lines += 1
+        assert firsts[-1] == lines and held.reads == 1  # on from the last build's read, held in memory
+        assert entry.read_bytes() == written
+    held.flush()
+    assert entry.read_bytes() != written
+    fresh = open_cache(logs)
+    again = ingest(logs, cache=fresh)
+    assert (fresh.reads, fresh.hits) == (0, 1)
+    pd.testing.assert_frame_equal(again.metrics, got.metrics)
+    flushed = entry.read_bytes()
+    grow(103)
+    ingest(logs, cache=open_cache(logs))
+    assert entry.read_bytes() != flushed  # a build's cache writes at once

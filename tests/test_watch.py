@@ -386,3 +386,25 @@ def test_logs_not_there_yet_are_waited_for_and_built_when_they_appear(tmp_path):
         assert not any("gone" in line for line in watching.said)
     finally:
         watching.close()
+
+
+def test_what_the_watcher_held_of_the_logs_is_in_the_cache_when_it_stops(tmp_path):
+    """The watcher holds back the parse cache's entries of logs that grow at every build (ingest/cache.py); when
+    it stops they are written: a build after it loads every log, reading none."""
+    from reportgen.ingest import ingest
+    from reportgen.ingest.cache import open_cache
+
+    logs, plan = plan_outside(tmp_path)
+    watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2))
+    try:
+        watching.version(1)
+        for step in (11, 12):
+            with (logs / "runs" / "control-1" / "events.jsonl").open("a", encoding="utf-8") as out:
+                out.write('{"ts":"2026-11-02T20:15:10.000+09:00","type":"metric","run":"control-1","step":%d,'
+                          '"metrics":{"loss":1.5}}\n' % step)
+            watching.version(step - 9)
+    finally:
+        watching.close()
+    after = open_cache(logs)
+    ingest(logs, cache=after)
+    assert after.reads == 0 and after.hits > 0

@@ -125,6 +125,8 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     is no damage (_being_written). `recall`: what a long-lived process keeps of its last build (recall.py),
     whose runs' traces are taken again for the runs whose rows did not change."""
     check_logs(logs)
+    if cache is not None:
+        cache.begin()
     root = logs.resolve()
     excluded = {p.resolve() for p in exclude or set()}
     campaign = Campaign(root=str(logs))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import pickle
 import shutil
@@ -149,12 +150,26 @@ def fingerprint() -> str:
 
 class ParseCache:
     """The kept entries of one LOGS folder: one file each, named by the reader's kind and the file's path
-    (and what else its result depends on: `context`)."""
+    (and what else its result depends on: `context`).
 
-    def __init__(self, folder: Path):
+    Held by a long-lived process (`watch`, `write_every` seconds), an entry put again within `write_every`
+    of its last writing is held in memory and written later (at a build `write_every` after, or `flush`):
+    a log that grows at every build is not written whole to the disk at every build. An entry not written
+    yet when the process ends leaves the one written before, whose log has only grown since: the next
+    build reads it on from there."""
+
+    def __init__(self, folder: Path, write_every: float = 0.0):
         self.folder = folder
+        self.write_every = write_every
         self.used: set[str] = set()
         self.hits = self.reads = 0  # files loaded from the cache, files read (whole or on from where they stopped)
+        self.held: dict[str, tuple[tuple[str, str, str], Entry]] = {}  # entries not written yet, by name
+        self.written: dict[str, float] = {}  # when each entry was last written (time.monotonic)
+
+    def begin(self) -> None:
+        """A build begins: what it uses and reads is counted anew."""
+        self.used = set()
+        self.hits = self.reads = 0
 
     def _name(self, kind: str, rel: str, context: str) -> str:
         return hashlib.sha256(f"{kind}\0{rel}\0{context}".encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".entry"
@@ -163,6 +178,9 @@ class ParseCache:
         """The entry kept for this file, whatever its signature; None when there is none or it cannot be trusted."""
         name = self._name(kind, rel, context)
         self.used.add(name)
+        if name in self.held:
+            key, entry = self.held[name]
+            return entry if key == (kind, rel, context) else None
         path = self.folder / name
         if not private(path):
             return None
@@ -174,22 +192,42 @@ class ParseCache:
         return entry if key == (kind, rel, context) and isinstance(entry, Entry) else None
 
     def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
-        """Keep an entry, written whole or not at all (a build that dies mid-write leaves no half entry)."""
+        """Keep an entry: written now, or held until `write_every` has passed since it was last written."""
         name = self._name(kind, rel, context)
         self.used.add(name)
+        if self.write_every and time.monotonic() - self.written.get(name, -math.inf) < self.write_every:
+            self.held[name] = ((kind, rel, context), entry)
+            return
+        self.held.pop(name, None)
+        self._write(name, (kind, rel, context), entry)
+
+    def _write(self, name: str, key: tuple[str, str, str], entry: Entry) -> None:
+        """An entry written whole or not at all (a build that dies mid-write leaves no half entry)."""
+        self.written[name] = time.monotonic()
         part = self.folder / f".{name}.{os.getpid()}.part"
         try:
             # This user's alone whatever the umask (a group-writable entry would never be loaded: private).
             fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(((kind, rel, context), entry), handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((key, entry), handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(part, self.folder / name)
         except OSError:
             with contextlib.suppress(OSError):
                 part.unlink(missing_ok=True)
 
+    def flush(self, due_only: bool = False) -> None:
+        """Write the entries held in memory (`due_only`: those last written `write_every` ago or more)."""
+        now = time.monotonic()
+        for name, (key, entry) in list(self.held.items()):
+            if not due_only or now - self.written.get(name, -math.inf) >= self.write_every:
+                del self.held[name]
+                self._write(name, key, entry)
+
     def forget_the_rest(self) -> None:
-        """Entries of files this build did not ask for (deleted, renamed or rotated logs) are thrown away."""
+        """Entries of files this build did not ask for (deleted, renamed or rotated logs) are thrown away; the
+        held entries due to be written are written."""
+        self.held = {name: held for name, held in self.held.items() if name in self.used}
+        self.flush(due_only=True)
         try:
             for path in self.folder.iterdir():
                 if path.name not in self.used:
@@ -202,10 +240,10 @@ def enabled() -> bool:
     return os.environ.get("REPORTGEN_CACHE", "").strip().lower() not in {"off", "0", "no"}
 
 
-def open_cache(logs: Path) -> ParseCache | None:
+def open_cache(logs: Path, write_every: float = 0.0) -> ParseCache | None:
     """The parse cache of a LOGS folder in the user's cache folder; the caches of other fingerprints (an
     earlier reportgen, other library versions) are thrown away. None when it is turned off or no
-    private folder can be had."""
+    private folder can be had. `write_every`: see ParseCache (a long-lived process's)."""
     if not enabled():
         return None
     current = fingerprint()
@@ -230,4 +268,4 @@ def open_cache(logs: Path) -> ParseCache | None:
                 shutil.rmtree(other, ignore_errors=True)
     except OSError:
         pass
-    return ParseCache(folder)
+    return ParseCache(folder, write_every)
