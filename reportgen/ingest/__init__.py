@@ -273,9 +273,12 @@ def _set_apart(campaign: Campaign, containers: dict[str, str], sources: dict) ->
 
 
 def _same_values(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Two records' values agree to float32 precision (a value past float32's range is infinite there, as a
+    float32 logger keeps it), NaN with NaN."""
     shared = set(a) & set(b)
-    return bool(shared) and all(
-        (math.isnan(a[k]) and math.isnan(b[k])) or np.float32(a[k]) == np.float32(b[k]) for k in shared)
+    with np.errstate(over="ignore"):
+        return bool(shared) and all(
+            (math.isnan(a[k]) and math.isnan(b[k])) or np.float32(a[k]) == np.float32(b[k]) for k in shared)
 
 
 def _one_per_evaluation(campaign: Campaign) -> None:
