@@ -418,6 +418,14 @@ def test_a_result_that_depends_on_more_than_its_file_is_read_again_when_that_cha
         assert len(calls) == expected_calls, context
 
 
+def ingest_kept(logs: Path, cache) -> tuple[object, list[tuple[str, str]]]:
+    """ingest with `cache`, and what it read and kept this time: (the reader's kind, the file or folder) of each."""
+    put = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache, "put", lambda kind, rel, context, entry, real=cache.put: put.append((kind, rel)) or real(kind, rel, context, entry))
+        return ingest(logs, cache=cache), put
+
+
 def test_a_wandb_run_folder_is_loaded_while_its_files_are_unchanged_and_read_again_when_one_changes(tmp_path):
     """W&B run folders written by wandb itself (tests/fixtures/wandb, a run killed and resumed in a second folder):
     a warm build loads both folders; a folder one of whose W&B files grew, or that holds a new one, is read again
@@ -444,11 +452,8 @@ def test_a_wandb_run_folder_is_loaded_while_its_files_are_unchanged_and_read_aga
             with (folders[1] / "files" / "output.log").open("a", encoding="utf-8") as handle:
                 handle.write("one more line the run printed\n")
         again = open_cache(logs)
-        read = []
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(again, "put", lambda kind, rel, context, entry, real=again.put: read.append(kind) or real(kind, rel, context, entry))
-            got = ingest(logs, cache=again)
-        assert read == [kind] and again.hits == cold.reads - 1, change
+        got, read = ingest_kept(logs, again)
+        assert [k for k, _rel in read] == [kind] and again.hits == cold.reads - 1, change
         expected = ingest(logs)
         pd.testing.assert_frame_equal(got.metrics, expected.metrics)
         assert got.runs == expected.runs and got.inputs == expected.inputs
@@ -472,12 +477,6 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
         logs = tmp_path / "logs"
         shutil.copytree(FIXTURES / folder, logs)
 
-    def built(cache) -> tuple[object, list[tuple[str, str]]]:
-        put = []
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(cache, "put", lambda kind, rel, context, entry, real=cache.put: put.append((kind, rel)) or real(kind, rel, context, entry))
-            return ingest(logs, cache=cache), put
-
     def same(got) -> None:
         expected = ingest(logs)
         pd.testing.assert_frame_equal(got.metrics, expected.metrics)
@@ -487,7 +486,7 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
                                                                                     expected.checkpoint_ops))
 
     cold = open_cache(logs)
-    _campaign, first = built(cold)
+    _campaign, first = ingest_kept(logs, cold)
     kinds = {kind for kind, _rel in first}
     expected_kinds = {"formats/hf/hf-resumed": {"hf-trainer-state", "hf-trainer-adapter"},
                       "formats/lightning/pl-killed": {"lightning-csv-metrics", "lightning-csv-hparams", "lightning-csv-checkpoint"},
@@ -497,17 +496,17 @@ def test_files_of_every_kept_reader_are_loaded_while_unchanged_and_read_again_on
                       "formats/mlruns": {"mlflow-files"}, "hydra/outputs": {"hydra"}}[folder]
     assert expected_kinds <= kinds, kinds
     warm = open_cache(logs)
-    got, again = built(warm)
+    got, again = ingest_kept(logs, warm)
     assert again == [] and warm.hits == cold.reads
     same(got)
     kind, touched = next((kind, rel) for kind, rel in first if kind in expected_kinds)
-    member = logs / touched.removesuffix("#store")  # an MLflow store is kept with its write-ahead log
+    member = logs / touched
     if member.is_dir():  # a folder read as one: one of the files it is read from (metrics)
         member = next(p for p in sorted(member.rglob("*"))
                       if p.suffix in (".tsv", ".jsonl") or p.parent.name == "metrics" or p.name == "config.yaml")
     held = member.stat()
     os.utime(member, ns=(held.st_atime_ns, held.st_mtime_ns + 10**9))
-    got, again = built(open_cache(logs))
+    got, again = ingest_kept(logs, open_cache(logs))
     assert again == [(kind, touched)]
     same(got)
 
@@ -540,13 +539,9 @@ def test_an_mlflow_store_is_read_again_when_only_its_write_ahead_log_changed(tmp
     database = (logs / "mlflow.db").stat()
     commit(0.0625, 2000)
     assert (logs / "mlflow.db").stat().st_mtime_ns == database.st_mtime_ns  # only the log changed
-    again = open_cache(logs)
-    put = []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(again, "put", lambda kind, rel, context, entry, real=again.put: put.append((kind, rel)) or real(kind, rel, context, entry))
-        got = ingest(logs, cache=again)
+    got, put = ingest_kept(logs, open_cache(logs))
     writer.close()
-    assert put == [("mlflow-sqlite", "mlflow.db#store")]
+    assert put == [("mlflow-sqlite", "mlflow.db")]
     assert got.metrics.select_dtypes("number").eq(0.0625).any().any()
 
 

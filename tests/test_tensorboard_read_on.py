@@ -1,7 +1,11 @@
 """A TensorBoard event file its writer appends to is read on from where the last read stopped
 (ingest/tensorboard.py read_on, kept by the parse cache): real files written by torch's SummaryWriter
 and the Trainer (tests/fixtures/make_fixtures.py) read on from any point read as they do whole, nothing
-read twice and nothing lost; a file that did more than grow is read whole."""
+read twice and nothing lost; a file that did more than grow is read whole.
+
+The records appended to those files are framed here by hand (`record`, `scalar`), in the layout SummaryWriter
+writes (TFRecord framing; Event {1: wall_time, 2: step, 5: Summary {1: Value {1: tag, 2: simple_value}}}):
+neither torch nor tensorboard is a test dependency. The files they are appended to are the libraries' own."""
 
 from __future__ import annotations
 
@@ -173,7 +177,7 @@ def test_a_file_past_the_read_budget_keeps_nothing_to_read_on_from(tmp_path, mon
     assert since is None and "only the first" in info.problems[0].message
 
 
-def test_a_campaign_whose_event_file_grew_reads_that_file_on_and_as_a_build_without_the_cache(tmp_path):
+def test_a_campaign_whose_event_file_grew_reads_that_file_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
     """ingest with the parse cache: the other files are loaded, the grown one is read on from where it
     stopped, and the campaign is the one a build without the cache reads."""
     logs = tmp_path / "trainer-tb-only"
@@ -186,10 +190,10 @@ def test_a_campaign_whose_event_file_grew_reads_that_file_on_and_as_a_build_with
     warm = open_cache(logs)
     bases = []
     real = tensorboard._decode
-    tensorboard_decode = lambda data, whole, info, out, records: bases.append(records.base) or real(data, whole, info, out, records)  # noqa: E731
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tensorboard, "_decode", tensorboard_decode)
-        got = ingest(logs, cache=warm)
+    monkeypatch.setattr(tensorboard, "_decode", lambda data, whole, info, out, records:
+                        bases.append(records.base) or real(data, whole, info, out, records))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
     assert warm.reads == 1 and bases == [size]
     expected = ingest(logs)
     pd.testing.assert_frame_equal(got.metrics, expected.metrics)

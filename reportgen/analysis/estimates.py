@@ -271,8 +271,7 @@ def _cited_rows(frame: pd.DataFrame, cited: list[Evidence]) -> dict[tuple[str, i
     lines = frame["line"].to_numpy(dtype="float64", na_value=np.nan)
     for path, numbers in wanted.items():
         at_path = np.flatnonzero((frame["path"] == path).to_numpy(dtype=bool, na_value=False))
-        at_line = lines[at_path]
-        hit = at_path[np.isin(at_line, np.array(sorted(numbers), dtype="float64"))]
+        hit = at_path[np.isin(lines[at_path], np.array(sorted(numbers), dtype="float64"))]
         for line in numbers:
             out[(path, line)] = hit[lines[hit] == line]
     return out

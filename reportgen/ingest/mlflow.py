@@ -331,8 +331,8 @@ def read_files(scan: Scan) -> None:
             logged = wal in scan.found and len(scan.found[wal][1]) > 0  # its first bytes: not empty
             # Kept between builds while the store and its write-ahead log are unchanged (ingest/cache.py).
             store = [rel, wal] if logged else [rel]
-            read = scan.read_one(f"{rel}#store", lambda _key, rel=rel, wal=wal, logged=logged: read_sqlite(
-                scan.found[rel][0], rel, scan.found[wal][0] if logged else None), Kept(SQLITE_FORMAT, members=lambda _key, store=store: store))
+            read = scan.read_one(rel, lambda rel, wal=wal, logged=logged: read_sqlite(
+                scan.found[rel][0], rel, scan.found[wal][0] if logged else None), Kept(SQLITE_FORMAT, members=lambda _rel, store=store: store))
             if read is not None:
                 reading, runs = read
                 scan.add(reading)

@@ -73,8 +73,9 @@ class Kept:
     kind: str
     context: Callable[[str], str] = lambda _rel: ""
     resume: Callable[[str, Any], tuple[Any, Any]] | None = None
-    # A reader that reads a folder as one (a W&B run folder): the files its result is made from. The folder's
-    # result is kept while every one of them is unchanged (the same files, each with the same signature).
+    # A reader whose result is made from several files (a W&B run folder, an MLflow store and its write-ahead
+    # log): those files. The result is kept while every one of them is unchanged (the same files, each with
+    # the same signature).
     members: Callable[[str], list[str]] | None = None
 
 
@@ -195,7 +196,7 @@ class Scan:
         return self._read_kept(rels, read, kept, self.cache)
 
     def read_one(self, rel: str, read: Callable[[str], T], kept: Kept) -> T:
-        """`read(rel)` of one file (or a folder `kept.members` names the files of), through the parse cache when
+        """`read(rel)` of one file (or of the files `kept.members` names), through the parse cache when
         the build has one: unchanged since the last build, what was kept is loaded instead. Called within
         `contained`: a read that fails raises here, as it does without the cache."""
         if self.cache is None:
@@ -269,12 +270,10 @@ class Scan:
         return {rel: results[rel] for rel in rels if rel in results}
 
     def _signature(self, rel: str, kept: Kept) -> Signature | tuple | None:
-        """A file's signature; a folder's, the signatures of the files `kept.members` names (None: it is not kept,
-        a file of it gone, or a folder of a reader that names no members)."""
-        if rel in self.found:
-            return signature(*self.found[rel])
+        """The signatures of the files `kept.members` names, else the file's own (None: it is not kept, a file of
+        it gone, or a folder of a reader that names no members)."""
         if kept.members is None:
-            return None
+            return signature(*self.found[rel]) if rel in self.found else None
         parts = []
         for member in kept.members(rel):
             now = signature(*self.found[member]) if member in self.found else None
