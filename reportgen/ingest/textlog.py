@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import copy
 import math
 import re
 import warnings
@@ -43,6 +44,8 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
+from reportgen.ingest import cache
+from reportgen.ingest.cache import EDGE, ReadTo
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
@@ -252,6 +255,45 @@ class TextRead:
 
 def read_console(path: Path, rel: str) -> TextRead:
     """A console log: a captured stdout/stderr, or a Kaggle notebook's log (a JSON array of its writes)."""
+    return read_on(path, rel, keep=False)[0]
+
+
+@dataclass
+class Scanned:
+    """How far one console log was scanned (every line up to its last newline) and the scan's state there:
+    kept between builds (ingest/cache.py), so that a log that has only grown since is scanned on from `at`."""
+
+    scanner: _Scanner
+    lines: int  # its complete lines
+    blank: int  # of which blank
+    at: ReadTo  # where they end in the file, and what says it still holds them
+
+
+def read_on(path: Path, rel: str, since: Scanned | None = None, keep: bool = True) -> tuple[TextRead, Scanned | None]:
+    """A console log read on from `since` (its complete lines as an earlier read scanned them) when it has only
+    grown since, else whole; with how far its complete lines take the scan now, for the next read (None when
+    the log is not read on: a Kaggle log, one that is not UTF-8, one cut by the budget). Either way the log
+    reads as it does when read whole: a last line without its newline yet is scanned on a copy of the state,
+    again from its start by the next read. Without `keep`, the log is read whole and nothing is kept."""
+    grown = None if since is None else cache.grown(path, since.at, TEXT_BUDGET)
+    if grown is not None:
+        head, before, more = grown
+        body = more.rfind(b"\n") + 1
+        try:
+            complete, tail = more[:body].decode("utf-8"), more[body:].decode("utf-8")
+        except UnicodeDecodeError:  # read whole, which says so (or a character the writer has not finished)
+            grown = None
+    if grown is None:
+        return _read_whole(path, rel, keep)
+    scanner, lines, blank = since.scanner, since.lines, since.blank
+    scanner.feed(complete, lines + 1)
+    lines, blank = lines + complete.count("\n"), blank + _blank_lines(complete)
+    at = ReadTo.of(path, since.at.end + body, head + more[:EDGE], before + more[max(0, body - EDGE):body])
+    scanned = Scanned(scanner, lines, blank, at)
+    return _finished(InputFile(path=rel, format=FORMAT), scanned, tail, keep), scanned
+
+
+def _read_whole(path: Path, rel: str, keep: bool) -> tuple[TextRead, Scanned | None]:
     info = InputFile(path=rel, format=FORMAT)
     raw = read_log(path, info, TEXT_BUDGET)
     text = decode_text(raw)
@@ -259,138 +301,203 @@ def read_console(path: Path, rel: str) -> TextRead:
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
         info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
     if sniff_kaggle(text[:200].encode("utf-8", "replace")):
-        return _read_kaggle(text, rel, info)
-    lines = text_lines(text)
-    info.lines = len(lines)
-    info.blank = sum(1 for line in lines if not line.strip())
+        return _read_kaggle(text, rel, info), None
+    cut = text.rfind("\n") + 1
+    complete, tail = text[:cut], text[cut:]
+    scanner = _Scanner(rel)
+    scanner.feed(complete, 1)
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    body = raw.rfind(b"\n") + 1
+    at = ReadTo.of(path, body, raw[:EDGE], raw[max(0, body - EDGE):body])
+    scanned = Scanned(scanner, complete.count("\n"), _blank_lines(complete), at)
+    del raw, text
+    # Not read on: a log whose bytes were replaced or that the budget cut (it says so each time it is read whole),
+    # or with no complete line yet (as a native log).
+    keep = keep and not info.problems and body > skip
+    return _finished(info, scanned, tail, keep), (scanned if keep else None)
+
+
+def _blank_lines(complete: str) -> int:
+    """How many of a text's complete lines (each ended by "\n") are blank."""
+    return sum(1 for line in complete.split("\n")[:-1] if not line.strip())
+
+
+def _finished(info: InputFile, scanned: Scanned, tail: str, keep: bool) -> TextRead:
+    """The log as read whole: the scan of its complete lines taken on with the last line when it has no
+    newline yet, and ended; with `keep`, on a copy (the scan of the complete lines is kept, to read on from)."""
+    scanner = scanned.scanner.copy() if keep else scanned.scanner
+    scanner.feed(tail, scanned.lines + 1)
+    info.lines = scanned.lines + (1 if tail else 0)
+    info.blank = scanned.blank + (1 if tail and not tail.strip() else 0)
     info.text_lines = info.lines - info.blank
-    messages, sessions, printed = _scan(text, rel)
+    messages, sessions, printed = scanner.finish()
     info.records = len(messages)
     return TextRead(info, messages, sessions, printed.frame(info))
 
 
 def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed]:
     """The messages, sessions and printed metric rows of a console's text, by its line numbers."""
-    messages: list[LogMessage] = []
-    session = 0
-    seen_session_line = False
-    in_traceback: int | None = None
-    step: int | None = None  # the last step the log showed in this session
-    bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
-    bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
-    crashed = False  # a traceback ended since the last progress bar
-    sessions = [Session(0, 1, 1)]
-    printed = Printed()
+    scanner = _Scanner(rel)
+    scanner.feed(text, 1)
+    return scanner.finish()
 
-    def add(kind: MessageKind, line: int, message: str, target: str | None = None) -> None:
-        messages.append(LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target))
 
-    def flush_bar() -> None:
-        """The session's last progress bar: how long its training loop ran, to the step it reached."""
-        if bar is not None:
-            line, at_step, elapsed = bar
-            messages.append(LogMessage(None, MessageKind.PROGRESS, f"the progress bar shows step {at_step} after {_clock(elapsed)}",
-                                       Evidence(rel, line), step=at_step, session=session, seconds=elapsed))
+class _Scanner:
+    """A console's scan, line by line: its messages, sessions and printed metric rows so far, and where the
+    process it was in stood (its step, its progress bar, an open traceback). `feed` scans more lines;
+    `finish` ends the scan (a scan fed whole texts in turn reads as one fed their concatenation)."""
 
-    for number, line in _segments(text):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if _SESSION.match(stripped):
-            if seen_session_line:
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+        self.messages: list[LogMessage] = []
+        self.session = 0
+        self.seen_session_line = False
+        self.in_traceback: int | None = None
+        self.step: int | None = None  # the last step the log showed in this session
+        self.bar: tuple[int, int, float] | None = None  # the session's last progress bar: line, step, seconds elapsed
+        self.bar_total: int | None = None  # the training bar's total; evaluation bars (other totals) are not steps
+        self.crashed = False  # a traceback ended since the last progress bar
+        self.sessions = [Session(0, 1, 1)]
+        self.printed = Printed()
+
+    def copy(self) -> _Scanner:
+        """A scanner to scan on with, this one left as it is: the messages so far are shared (a scan only adds
+        messages, never changes one), what a scan changes (the sessions, the printed rows) is copied."""
+        other = copy.copy(self)
+        other.messages, other.sessions, other.printed = list(self.messages), copy.deepcopy(self.sessions), self.printed.copy()
+        return other
+
+    def finish(self) -> tuple[list[LogMessage], list[Session], Printed]:
+        if self.in_traceback is not None:
+            self.messages.append(_message(self.rel, MessageKind.TRACEBACK, self.in_traceback,
+                                          "a traceback cut off before its exception line", self.step, self.session))
+        if self.bar is not None:
+            self.messages.append(_bar_message(self.rel, self.bar, self.session))
+        self.printed.settle(self.sessions)
+        return self.messages, self.sessions, self.printed
+
+    def feed(self, text: str, first: int) -> None:
+        """Scan the lines of `text`, the first numbered `first`."""
+        # The state in locals while the lines are scanned (the loop is the reader's hot path), back on self after.
+        rel, messages, sessions, printed = self.rel, self.messages, self.sessions, self.printed
+        session, seen_session_line, in_traceback = self.session, self.seen_session_line, self.in_traceback
+        step, bar, bar_total, crashed = self.step, self.bar, self.bar_total, self.crashed
+
+        def add(kind: MessageKind, line: int, message: str, target: str | None = None) -> None:
+            messages.append(_message(rel, kind, line, message, step, session, target))
+
+        def flush_bar() -> None:
+            if bar is not None:
+                messages.append(_bar_message(rel, bar, session))
+
+        for number, line in _segments(text, first):
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if _SESSION.match(stripped):
+                if seen_session_line:
+                    flush_bar()
+                    printed.waiting.clear()
+                    session += 1
+                    step, bar, bar_total = None, None, None
+                    sessions.append(Session(session, number, number))
+                seen_session_line = True
+            drawn = _BAR.match(line)
+            if drawn and _new_loop(drawn, line, bar_total, step, crashed):
+                # The training bar starts again from 0 after counting past it, or after a crash: the next
+                # process appended to the log (or a new train()).
                 flush_bar()
                 printed.waiting.clear()
                 session += 1
                 step, bar, bar_total = None, None, None
                 sessions.append(Session(session, number, number))
-            seen_session_line = True
-        drawn = _BAR.match(line)
-        if drawn and _new_loop(drawn, line, bar_total, step, crashed):
-            # The training bar starts again from 0 after counting past it, or after a crash: the next
-            # process appended to the log (or a new train()).
-            flush_bar()
-            printed.waiting.clear()
-            session += 1
-            step, bar, bar_total = None, None, None
-            sessions.append(Session(session, number, number))
-        current = sessions[-1]
-        current.last_line = number
-        if drawn:
-            crashed = False
-            bar_total = bar_total or int(drawn.group(2))  # the first bar of a process is its training loop
-            if int(drawn.group(2)) == bar_total:
-                step = int(drawn.group(1))
-                printed.bar(step)
+            current = sessions[-1]
+            current.last_line = number
+            if drawn:
+                crashed = False
+                bar_total = bar_total or int(drawn.group(2))  # the first bar of a process is its training loop
+                if int(drawn.group(2)) == bar_total:
+                    step = int(drawn.group(1))
+                    printed.bar(step)
+                    current.steps = True
+                    current.first_step = step if current.first_step is None else min(current.first_step, step)
+                    current.last_step = step if current.last_step is None else max(current.last_step, step)
+                    hours, minutes, seconds = (int(g) if g else 0 for g in drawn.group(3, 4, 5))
+                    bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
+            elif match := _STEP.match(_LEAD.sub("", stripped, count=1)):
+                step = int(match.group(1))
                 current.steps = True
                 current.first_step = step if current.first_step is None else min(current.first_step, step)
                 current.last_step = step if current.last_step is None else max(current.last_step, step)
-                hours, minutes, seconds = (int(g) if g else 0 for g in drawn.group(3, 4, 5))
-                bar = (number, step, float(hours * 3600 + minutes * 60 + seconds))
-        elif match := _STEP.match(_LEAD.sub("", stripped, count=1)):
-            step = int(match.group(1))
-            current.steps = True
-            current.first_step = step if current.first_step is None else min(current.first_step, step)
-            current.last_step = step if current.last_step is None else max(current.last_step, step)
-        if drawn is not None:
-            # A bar says nothing more (its counts and rates are no paths, no message); what its line goes
-            # on with may.
-            rest = line[line.find("]", drawn.end()) + 1:].strip()
-            if not rest and in_traceback is None:
+            if drawn is not None:
+                # A bar says nothing more (its counts and rates are no paths, no message); what its line goes
+                # on with may.
+                rest = line[line.find("]", drawn.end()) + 1:].strip()
+                if not rest and in_traceback is None:
+                    continue
+                if rest:
+                    _ties(rest, rest.lower(), number, current, clock=False)
+            low = stripped.lower()
+            if drawn is None:
+                _ties(stripped, low, number, current)
+            if in_traceback is not None:
+                if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
+                    kind = MessageKind.OOM if _OOM.search(stripped) else MessageKind.TRACEBACK
+                    add(kind, number, stripped)
+                    in_traceback = None
+                    crashed = True
+                    continue
+                if not line.startswith((" ", "\t")) and not stripped.startswith(("During handling", "The above exception")):
+                    add(MessageKind.TRACEBACK, in_traceback, "a traceback with no final exception line")
+                    in_traceback = None
+                else:
+                    continue
+            # A traceback starts its line, or follows a progress bar the crash left without a line end.
+            if _TRACEBACK.match(stripped) or (stripped.endswith(_TRACEBACK_TEXT) and drawn):
+                in_traceback = number
                 continue
-            if rest:
-                _ties(rest, rest.lower(), number, current, clock=False)
-        low = stripped.lower()
-        if drawn is None:
-            _ties(stripped, low, number, current)
-        if in_traceback is not None:
-            if not line.startswith((" ", "\t")) and _EXCEPTION.match(stripped):
-                kind = MessageKind.OOM if _OOM.search(stripped) else MessageKind.TRACEBACK
-                add(kind, number, stripped)
-                in_traceback = None
-                crashed = True
+            if "{'" in stripped and _PROGRESS.match(body := _ANSI_LEAD.sub("", stripped)):
+                values = _printed_dict(body)
+                if values is not None:
+                    _progress(values, number, add)
+                    printed.dict(values, number, session, current)
                 continue
-            if not line.startswith((" ", "\t")) and not stripped.startswith(("During handling", "The above exception")):
-                add(MessageKind.TRACEBACK, in_traceback, "a traceback with no final exception line")
-                in_traceback = None
-            else:
+            if "per epoch" in stripped and (per_epoch := _PER_EPOCH.search(stripped)):
+                printed.per_epoch[session] = int(per_epoch.group(1).replace(",", ""))
+            elif any(word in stripped for word in _SETUP_WORDS):
+                current.setup.read(_LEAD.sub("", stripped, count=1), number)
+            if not _may_say(low):
                 continue
-        # A traceback starts its line, or follows a progress bar the crash left without a line end.
-        if _TRACEBACK.match(stripped) or (stripped.endswith(_TRACEBACK_TEXT) and drawn):
-            in_traceback = number
-            continue
-        if "{'" in stripped and _PROGRESS.match(body := _ANSI_LEAD.sub("", stripped)):
-            values = _printed_dict(body)
-            if values is not None:
-                _progress(values, number, add)
-                printed.dict(values, number, session, current)
-            continue
-        if "per epoch" in stripped and (per_epoch := _PER_EPOCH.search(stripped)):
-            printed.per_epoch[session] = int(per_epoch.group(1).replace(",", ""))
-        elif any(word in stripped for word in _SETUP_WORDS):
-            current.setup.read(_LEAD.sub("", stripped, count=1), number)
-        if not _may_say(low):
-            continue
-        if _OOM.search(stripped):
-            add(MessageKind.OOM, number, stripped)
-        elif _KILLED.match(stripped):
-            add(MessageKind.KILLED, number, stripped)
-        elif _TOO_LONG.search(stripped):
-            add(MessageKind.TOO_LONG, number, "inputs longer than the model's maximum; the tokenizer did not cut them: " + stripped)
-        elif _TRUNCATION.search(stripped):
-            add(MessageKind.TRUNCATION, number, stripped)
-        elif match := _NON_FINITE.search(stripped):
-            add(MessageKind.NON_FINITE, number, stripped, target=match.group(1).lower().replace(" ", "_"))
-        elif _FIT_DONE.search(stripped):
-            add(MessageKind.FINISHED, number, stripped)
-        elif _EARLY_STOP.search(stripped):
-            add(MessageKind.EARLY_STOP, number, stripped)
-        elif match := _RESTORE.search(stripped):
-            add(MessageKind.RESUMED, number, stripped, target=match.group(1).rstrip(".,;'\""))
-    if in_traceback is not None:
-        add(MessageKind.TRACEBACK, in_traceback, "a traceback cut off before its exception line")
-    flush_bar()
-    printed.settle(sessions)
-    return messages, sessions, printed
+            if _OOM.search(stripped):
+                add(MessageKind.OOM, number, stripped)
+            elif _KILLED.match(stripped):
+                add(MessageKind.KILLED, number, stripped)
+            elif _TOO_LONG.search(stripped):
+                add(MessageKind.TOO_LONG, number, "inputs longer than the model's maximum; the tokenizer did not cut them: " + stripped)
+            elif _TRUNCATION.search(stripped):
+                add(MessageKind.TRUNCATION, number, stripped)
+            elif match := _NON_FINITE.search(stripped):
+                add(MessageKind.NON_FINITE, number, stripped, target=match.group(1).lower().replace(" ", "_"))
+            elif _FIT_DONE.search(stripped):
+                add(MessageKind.FINISHED, number, stripped)
+            elif _EARLY_STOP.search(stripped):
+                add(MessageKind.EARLY_STOP, number, stripped)
+            elif match := _RESTORE.search(stripped):
+                add(MessageKind.RESUMED, number, stripped, target=match.group(1).rstrip(".,;'\""))
+        self.session, self.seen_session_line, self.in_traceback = session, seen_session_line, in_traceback
+        self.step, self.bar, self.bar_total, self.crashed = step, bar, bar_total, crashed
+
+
+def _message(rel: str, kind: MessageKind, line: int, message: str, step: int | None, session: int,
+             target: str | None = None) -> LogMessage:
+    return LogMessage(None, kind, _short(message), Evidence(rel, line), step=step, session=session, target=target)
+
+
+def _bar_message(rel: str, bar: tuple[int, int, float], session: int) -> LogMessage:
+    """A session's last progress bar: how long its training loop ran, to the step it reached."""
+    line, at_step, elapsed = bar
+    return LogMessage(None, MessageKind.PROGRESS, f"the progress bar shows step {at_step} after {_clock(elapsed)}",
+                      Evidence(rel, line), step=at_step, session=session, seconds=elapsed)
 
 
 def _ties(line: str, low: str, number: int, session: Session, clock: bool = True) -> None:
@@ -485,10 +592,11 @@ def _new_loop(match: re.Match, line: str, total: int | None, step: int | None, c
             and int(match.group(2)) == total and "\x1b[A" not in line)
 
 
-def _segments(text: str):
-    """(line number, text) of every line, where a line is what ends in "\n", as the evidence pages
-    count them; a progress bar redrawn with "\r" gives one segment per redraw, on the same line."""
-    for number, physical in enumerate(text.split("\n"), start=1):
+def _segments(text: str, first: int = 1):
+    """(line number, text) of every line, the first numbered `first`, where a line is what ends in "\n", as
+    the evidence pages count them; a progress bar redrawn with "\r" gives one segment per redraw, on the
+    same line."""
+    for number, physical in enumerate(text.split("\n"), start=first):
         for segment in physical.split("\r"):
             yield number, segment
 
@@ -603,6 +711,15 @@ class Printed:
 
     def __len__(self) -> int:
         return len(self.lines)
+
+    def copy(self) -> Printed:
+        """A copy to print on to, this one left as it is (its columns are copied: a deep copy is slow for them)."""
+        other = copy.copy(self)
+        other.lines, other.sessions, other.epochs, other.epoch_halves = (
+            array(a.typecode, a) for a in (self.lines, self.sessions, self.epochs, self.epoch_halves))
+        other.kinds, other.steps, other.waiting, other.per_epoch = list(self.kinds), list(self.steps), list(self.waiting), dict(self.per_epoch)
+        other.metrics = {name: (array("q", rows), array("d", values)) for name, (rows, values) in self.metrics.items()}
+        return other
 
     def dict(self, values: dict, number: int, session: int, current: Session) -> None:
         metrics = trainer_metrics(values)
@@ -791,7 +908,8 @@ def read_files(scan: Scan) -> None:
     """In a run's folder (or the folder of one native run) a log belongs to that run; any other log is
     linked to a run, or left apart, by identity."""
     rels = scan.files("text")
-    read_ahead = scan.read_ahead(rels, lambda rel: read_console(scan.found[rel][0], rel), Kept(FORMAT))
+    read_ahead = scan.read_ahead(rels, lambda rel: read_console(scan.found[rel][0], rel),
+                                 Kept(FORMAT, resume=lambda rel, since: read_on(scan.found[rel][0], rel, since)))
     for rel in rels:
         with scan.contained(rel, FORMAT):
             read = read_ahead.pop(rel, None) or read_console(scan.found[rel][0], rel)
