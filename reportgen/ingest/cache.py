@@ -4,7 +4,8 @@ changed (the parse cache).
 A reader that reads its files one by one (`Scan.read_ahead`) keeps what it made of each file, keyed by
 the file's signature: its size, modification time, inode, and a digest of its first and last 64 KB.
 A file whose signature is unchanged is not read again: what was kept is loaded instead. A reader that
-can read a log on from where it stopped (the native event log, a TensorBoard event file) also keeps what
+can read a log on from where it stopped (the native event log, a TensorBoard event file, a console log,
+CSV logs) also keeps what
 it needs to (`state`), and a log that has only grown since is read from there; `grown` checks that the
 bytes it read before are still there (the same first and last 64 KB before where it stopped) before they
 are trusted.
@@ -113,6 +114,38 @@ def grown(path: Path, since: ReadTo, budget: int) -> tuple[bytes, bytes, bytes] 
         handle.seek(since.end)
         more = handle.read(budget - since.end + 1)
     return None if since.end + len(more) > budget else (head, before, more)
+
+
+@dataclass
+class Appended:
+    """What a text log that has only grown holds past where it was last read to: its new complete lines (each
+    ended by a newline), the last line when it has no newline yet, and where its complete lines end now."""
+
+    complete: str
+    tail: str
+    at: ReadTo
+
+
+def appended(path: Path, since: ReadTo, budget: int) -> Appended | None:
+    """The lines appended to a UTF-8 text log since it was read to `since` (see `grown`); None when it is to be
+    read whole: it did more than grow, or what it grew by is not UTF-8 text (a character not written whole
+    yet, say: read whole, the log says so as a whole read does)."""
+    found = grown(path, since, budget)
+    if found is None:
+        return None
+    head, before, more = found
+    body = more.rfind(b"\n") + 1
+    try:
+        complete, tail = more[:body].decode("utf-8"), more[body:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return Appended(complete, tail, ReadTo.of(path, since.end + body, head + more[:EDGE], before + more[max(0, body - EDGE):body]))
+
+
+def read_to_lines(path: Path, data: bytes) -> ReadTo:
+    """Where a text log read whole (`data`, its bytes from the start) ends its complete lines."""
+    body = data.rfind(b"\n") + 1
+    return ReadTo.of(path, body, data[:EDGE], data[max(0, body - EDGE):body])
 
 
 @dataclass

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.ingest import cache
-from reportgen.ingest.cache import EDGE, ReadTo
+from reportgen.ingest.cache import ReadTo
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
@@ -275,22 +275,13 @@ def read_on(path: Path, rel: str, since: Scanned | None = None, keep: bool = Tru
     the log is not read on: a Kaggle log, one that is not UTF-8, one cut by the budget). Either way the log
     reads as it does when read whole: a last line without its newline yet is scanned on a copy of the state,
     again from its start by the next read. Without `keep`, the log is read whole and nothing is kept."""
-    grown = None if since is None else cache.grown(path, since.at, TEXT_BUDGET)
-    if grown is not None:
-        head, before, more = grown
-        body = more.rfind(b"\n") + 1
-        try:
-            complete, tail = more[:body].decode("utf-8"), more[body:].decode("utf-8")
-        except UnicodeDecodeError:  # read whole, which says so (or a character the writer has not finished)
-            grown = None
-    if grown is None:
+    more = None if since is None else cache.appended(path, since.at, TEXT_BUDGET)
+    if more is None:
         return _read_whole(path, rel, keep)
-    scanner, lines, blank = since.scanner, since.lines, since.blank
-    scanner.feed(complete, lines + 1)
-    lines, blank = lines + complete.count("\n"), blank + _blank_lines(complete)
-    at = ReadTo.of(path, since.at.end + body, head + more[:EDGE], before + more[max(0, body - EDGE):body])
-    scanned = Scanned(scanner, lines, blank, at)
-    return _finished(InputFile(path=rel, format=FORMAT), scanned, tail, keep), scanned
+    scanner = since.scanner
+    scanner.feed(more.complete, since.lines + 1)
+    scanned = Scanned(scanner, since.lines + more.complete.count("\n"), since.blank + _blank_lines(more.complete), more.at)
+    return _finished(InputFile(path=rel, format=FORMAT), scanned, more.tail, keep), scanned
 
 
 def _read_whole(path: Path, rel: str, keep: bool) -> tuple[TextRead, Scanned | None]:
@@ -306,14 +297,11 @@ def _read_whole(path: Path, rel: str, keep: bool) -> tuple[TextRead, Scanned | N
     complete, tail = text[:cut], text[cut:]
     scanner = _Scanner(rel)
     scanner.feed(complete, 1)
-    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
-    body = raw.rfind(b"\n") + 1
-    at = ReadTo.of(path, body, raw[:EDGE], raw[max(0, body - EDGE):body])
-    scanned = Scanned(scanner, complete.count("\n"), _blank_lines(complete), at)
+    scanned = Scanned(scanner, complete.count("\n"), _blank_lines(complete), cache.read_to_lines(path, raw))
     del raw, text
     # Not read on: a log whose bytes were replaced or that the budget cut (it says so each time it is read whole),
     # or with no complete line yet (as a native log).
-    keep = keep and not info.problems and body > skip
+    keep = keep and not info.problems and scanned.lines > 0
     return _finished(info, scanned, tail, keep), (scanned if keep else None)
 
 
