@@ -142,6 +142,12 @@ def appended(path: Path, since: ReadTo, budget: int) -> Appended | None:
     return Appended(complete, tail, ReadTo.of(path, since.end + body, head + more[:EDGE], before + more[max(0, body - EDGE):body]))
 
 
+def copied(value: Any) -> Any:
+    """An independent copy of what a reader reads on from (pickled and loaded, as the cache keeps it: much
+    quicker than a deep copy for the columns of values it holds)."""
+    return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 def read_to_lines(path: Path, data: bytes) -> ReadTo:
     """Where a text log read whole (`data`, its bytes from the start) ends its complete lines."""
     body = data.rfind(b"\n") + 1

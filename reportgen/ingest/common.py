@@ -188,21 +188,21 @@ STRAY_RETURN = "a carriage return inside the row"
 csv.field_size_limit(max(csv.field_size_limit(), LOG_BUDGET))
 
 
-def csv_lines(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | str]]:
+def csv_lines(text: str, delimiter: str = ",", first: int = 1) -> Iterator[tuple[int, list[str] | str]]:
     """(line number, cells) of every line of a CSV log written one row per line (CSVLogger, benchmark
-    records), numbered as text_lines numbers them. A line whose quote is not closed on it, or that
-    the csv module refuses, is (line, why it is no row): a damaged row, which never swallows the
-    lines after it."""
+    records), numbered as text_lines numbers them (the first `first`). A line whose quote is not closed on
+    it, or that the csv module refuses, is (line, why it is no row): a damaged row, which never swallows the
+    lines after it (so the lines of a log read in parts read as they do in one)."""
     lines = text_lines(text)
     if '"' not in text:
         reader = csv.reader(lines, delimiter=delimiter)  # no quotes: one line is one row
-        for number in range(1, len(lines) + 1):
+        for number in range(first, first + len(lines)):
             try:
                 yield number, next(reader)
             except csv.Error:
                 yield number, STRAY_RETURN
         return
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first):
         line = line.removesuffix("\r")
         if line.count('"') % 2:
             yield number, UNCLOSED_QUOTE

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from reportgen.ingest import cache
+from reportgen.ingest.cache import ReadTo
 from reportgen.ingest.common import (
+    LOG_BUDGET,
     MetricRows,
     Reading,
     csv_lines,
@@ -23,7 +27,6 @@ from reportgen.ingest.common import (
     read_log,
     read_mapping,
     row_kind,
-    text_lines,
 )
 from reportgen.ingest.scan import (
     LFS,
@@ -49,73 +52,132 @@ def sniff_metrics(head: bytes, name: str) -> bool:
 
 
 def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, list[Evaluation]]:
-    info = InputFile(path=rel, format=FORMAT)
-    rows = MetricRows(rel)
-    evals: list = []
-    text = decode_text(read_log(path, info, what="rows"))
-    if text is None:
-        info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
-        return info, rows, evals
-    lines = text_lines(text)
-    info.lines = len(lines)
-    unterminated = not text.endswith("\n")
-    reader = csv_lines(text)
-    header: list[str] | None = None
-    for line, cells in reader:
-        if _blank(cells):
-            info.blank += 1
-            continue
-        if header is None:  # the first line that is not blank
-            info.header = 1
-            if isinstance(cells, str) or "step" not in cells:
-                rest = [c for _line, c in reader]
-                blank = sum(1 for c in rest if _blank(c))
-                info.blank += blank
-                info.skipped = len(rest) - blank
-                why = f"the header is not a CSV row ({cells})" if isinstance(cells, str) else "no 'step' column in the header"
-                info.problem(line, why + (f"; the {info.skipped} rows below it are not read" if info.skipped else ""))
-                return info, rows, evals
-            header = cells
-            step_at = header.index("step")
-            continue
-        if isinstance(cells, str):
-            info.problem(line, f"not a CSV row ({cells}); row skipped")
-            info.skipped += 1
-            continue
-        if len(cells) != len(header):
-            cut = unterminated and line == len(lines)
-            info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
-                         + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
-            info.skipped += 1
-            continue
-        step = _step(cells[step_at])
-        if step is None:
-            info.problem(line, f"step: {cells[step_at]!r} is not a step count; row skipped")
-            info.skipped += 1
-            continue
-        values = {}
-        bad = None
-        for name, cell in zip(header, cells):
-            if name == "step" or cell == "":
+    return read_metrics_on(path, rel, run, keep=False)[0]
+
+
+@dataclass
+class MetricsRead:
+    """How far one metrics.csv was read (every line up to its last newline), kept between builds (ingest/cache.py)
+    so that a file CSVLogger has only appended rows to since is read on from `at`. (CSVLogger writes the file
+    again, header and all, when a metric it had not logged appears: that file is read whole.)"""
+
+    rows: _MetricsCsv
+    at: ReadTo
+
+
+def read_metrics_on(path: Path, rel: str, run: str, since: MetricsRead | None = None, keep: bool = True
+                    ) -> tuple[tuple[InputFile, MetricRows, list[Evaluation]], MetricsRead | None]:
+    """metrics.csv read on from `since` when CSVLogger has only appended to it since, else whole; with how far
+    its complete lines take the read now, for the next read (None when it is not read on: not UTF-8, cut by the
+    budget, a header that is no header). Either way the file reads as it does when read whole."""
+    more = None if since is None else cache.appended(path, since.at, LOG_BUDGET)
+    if more is not None:
+        read, at = since.rows, more.at
+        read.feed(more.complete, read.lines + 1)
+        tail = more.tail
+    else:
+        read = _MetricsCsv(rel, run)
+        data = read_log(path, read.info, what="rows")
+        text = decode_text(data)
+        if text is None:
+            read.info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
+            return (read.info, read.rows, read.evals), None
+        cut = text.rfind("\n") + 1
+        read.feed(text[:cut], 1)
+        tail, at = text[cut:], cache.read_to_lines(path, data)
+        keep = keep and read.header is not None and not read.budget_cut  # (a header that is no header is None)
+    kept = MetricsRead(read, at) if keep else None
+    if kept is not None:
+        read = cache.copied(read)  # the last line, if it has no newline yet, is read on a copy
+    if tail:
+        read.feed(tail, read.lines + 1, unterminated=True)
+    return read.result(), kept
+
+
+class _MetricsCsv:
+    """metrics.csv read line by line: its rows, evaluations and counts so far, and its header once read. `feed`
+    reads more lines; a read fed texts in turn reads as one fed their concatenation."""
+
+    def __init__(self, rel: str, run: str) -> None:
+        self.run = run
+        self.info = InputFile(path=rel, format=FORMAT)
+        self.rows = MetricRows(rel)
+        self.evals: list = []
+        self.lines = 0  # lines read
+        self.header: list[str] | None = None
+        self.step_at = 0
+        self.no_header: tuple[int, str] | None = None  # the first line that is not blank, and why it is no header
+
+    @property
+    def budget_cut(self) -> bool:
+        return any(p.line is None for p in self.info.problems)  # the budget's note (the only problem of no line)
+
+    def result(self) -> tuple[InputFile, MetricRows, list[Evaluation]]:
+        info = self.info
+        info.lines = self.lines
+        if self.no_header is not None:
+            line, why = self.no_header
+            info.problem(line, why + (f"; the {info.skipped} rows below it are not read" if info.skipped else ""))
+        return info, self.rows, self.evals
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        """Read the lines of `text`, the first numbered `first`; `unterminated`: it is the file's last line, and
+        has no newline (a writer stopped mid-line, or one still writing it)."""
+        info, rows, evals, run = self.info, self.rows, self.evals, self.run
+        header, step_at = self.header, self.step_at
+        for line, cells in csv_lines(text, first=first):
+            self.lines = line
+            if _blank(cells):
+                info.blank += 1
                 continue
-            try:
-                value = float(cell)
-            except ValueError:
-                bad = name
+            if self.no_header is not None:  # nothing below a header that is no header is read
+                info.skipped += 1
                 continue
-            if math.isinf(value) and not cell.strip().lstrip("+-").lower().startswith("inf"):
-                bad = name  # digits past any float ("7" * 400): no value that was logged, unlike a logged inf
+            if header is None:  # the first line that is not blank
+                info.header = 1
+                if isinstance(cells, str) or "step" not in cells:
+                    self.no_header = (line, f"the header is not a CSV row ({cells})" if isinstance(cells, str)
+                                      else "no 'step' column in the header")
+                    continue
+                header, step_at = cells, cells.index("step")
+                self.header, self.step_at = header, step_at
                 continue
-            values[name] = value
-        if bad is not None:
-            info.problem(line, f"{bad}: {quoted(cells[header.index(bad)])} is not a number; that cell is left out")
-        logged = [k for k in values if k != "epoch"]
-        kind = row_kind(list(values))
-        rows.add(run, kind, step, line, None, values)
-        info.records += 1
-        if kind == "eval":
-            evals.append((step, Evidence(rel, line), {k: values[k] for k in logged}))
-    return info, rows, evals
+            if isinstance(cells, str):
+                info.problem(line, f"not a CSV row ({cells}); row skipped")
+                info.skipped += 1
+                continue
+            if len(cells) != len(header):
+                info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
+                             + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
+                info.skipped += 1
+                continue
+            step = _step(cells[step_at])
+            if step is None:
+                info.problem(line, f"step: {cells[step_at]!r} is not a step count; row skipped")
+                info.skipped += 1
+                continue
+            values = {}
+            bad = None
+            for name, cell in zip(header, cells):
+                if name == "step" or cell == "":
+                    continue
+                try:
+                    value = float(cell)
+                except ValueError:
+                    bad = name
+                    continue
+                if math.isinf(value) and not cell.strip().lstrip("+-").lower().startswith("inf"):
+                    bad = name  # digits past any float ("7" * 400): no value that was logged, unlike a logged inf
+                    continue
+                values[name] = value
+            if bad is not None:
+                info.problem(line, f"{bad}: {quoted(cells[header.index(bad)])} is not a number; that cell is left out")
+            logged = [k for k in values if k != "epoch"]
+            kind = row_kind(list(values))
+            rows.add(run, kind, step, line, None, values)
+            info.records += 1
+            if kind == "eval":
+                evals.append((step, Evidence(info.path, line), {k: values[k] for k in logged}))
 
 
 def _blank(cells: list[str] | str) -> bool:
@@ -273,7 +335,9 @@ def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None
     for rel in scan.members(folder):
         kind = kinds.get(rel)
         if kind == "lightning-metrics":
-            info, rows, evals = scan.read_one(rel, lambda rel: read_metrics(found[rel][0], rel, run), kept("metrics", run))
+            info, rows, evals = scan.read_one(rel, lambda rel: read_metrics(found[rel][0], rel, run),
+                                              Kept(f"{FORMAT}-metrics", context=lambda _rel: run,
+                                                   resume=lambda rel, since: read_metrics_on(found[rel][0], rel, run, since)))
             reading.inputs.append(info)
             frame = rows.frame()
             reading.frames.append(frame)

@@ -1,0 +1,201 @@
+"""CSV logs their writer appends rows to are read on from where the last read stopped (kept by the parse
+cache): metrics.csv files written by Lightning's CSVLogger (tests/fixtures/make_fixtures.py) read on from any
+point read as they do whole, nothing read twice and nothing lost; a file that did more than grow (CSVLogger
+writes the file again, header and all, when a new metric appears) is read whole.
+
+The rows appended here are written by hand in the layout of the file they are appended to (its own header's
+columns): the files themselves are CSVLogger's."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reportgen.ingest import ingest, lightning
+from reportgen.ingest.cache import open_cache
+
+FIXTURES = Path(__file__).parent / "fixtures"
+METRICS = sorted((FIXTURES / "formats" / "lightning").glob("*/version_*/metrics.csv")) + \
+    sorted((FIXTURES / "campaigns" / "lightning-loggers").rglob("metrics.csv"))
+
+
+def plain(value) -> object:
+    """A read's state or result as plain data, comparable (NaN as 'nan')."""
+    if isinstance(value, float):
+        return repr(value) if math.isnan(value) else value
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if hasattr(value, "__dict__"):
+        return {"type": type(value).__name__, **{key: plain(item) for key, item in vars(value).items()}}
+    return value
+
+
+def whole(path: Path) -> tuple:
+    return lightning.read_metrics(path, path.name, "r")
+
+
+def same(a: tuple, b: tuple) -> None:
+    (info_a, rows_a, evals_a), (info_b, rows_b, evals_b) = a, b
+    pd.testing.assert_frame_equal(rows_a.frame(), rows_b.frame())
+    assert info_a == info_b and plain(evals_a) == plain(evals_b)
+
+
+def cuts(data: bytes) -> list[int]:
+    """Every line end, the byte before and after each, and every 7th byte."""
+    ends = [i + 1 for i, byte in enumerate(data) if byte == 10]
+    return sorted({0, len(data), *ends, *(e - 1 for e in ends), *(e + 1 for e in ends if e < len(data)), *range(0, len(data), 7)})
+
+
+@pytest.mark.parametrize("source", METRICS, ids=lambda p: "/".join(p.parts[-3:-1]))
+def test_a_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """Every way a growing metrics.csv can have been seen (at a row's end, inside a row, before or inside its
+    header) then read on gives what reading the whole file gives; what is kept is the read of the complete
+    lines alone (a last line without its newline, read as cut off, leaves no trace)."""
+    data = source.read_bytes()
+    path = tmp_path / "metrics.csv"
+    path.write_bytes(data)
+    expected = whole(path)
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = lightning.read_metrics_on(path, path.name, "r")
+        same(first, whole(path))
+        if since is None:  # no header line yet
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert plain(since.rows) == plain(lightning.read_metrics_on(path, path.name, "r")[1].rows)
+        path.write_bytes(data)
+        again, after = lightning.read_metrics_on(path, path.name, "r", since)
+        same(again, expected)
+        assert after.at.end == len(data) and after.rows.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def test_rows_appended_are_read_from_where_the_read_stopped_not_from_the_start(tmp_path, monkeypatch):
+    source = FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv"
+    data = source.read_bytes()
+    path = tmp_path / "metrics.csv"
+    path.write_bytes(data)
+    (info, _rows, _evals), since = lightning.read_metrics_on(path, path.name, "r")
+    header = data.split(b"\n", 1)[0].decode().split(",")
+    row = ["" for _ in header]
+    row[header.index("step")] = "999"
+    row[header.index("epoch")] = "9"
+    metric = next(name for name in header if name not in ("step", "epoch"))
+    row[header.index(metric)] = "0.125"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(",".join(row) + "\n" + ",".join(row[:2]) + "\n")  # and a damaged row
+    fed = []
+    real = lightning._MetricsCsv.feed
+    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
+    got, after = lightning.read_metrics_on(path, path.name, "r", since)
+    monkeypatch.undo()
+    lines = data.count(b"\n")
+    assert fed == [(2, lines + 1)]  # the two new lines alone
+    got_info, rows, _evals = got
+    frame = rows.frame()
+    assert frame["step"].iloc[-1] == 999 and frame[metric].iloc[-1] == 0.125 and frame["line"].iloc[-1] == lines + 1
+    assert got_info.records == info.records + 1 and got_info.skipped == info.skipped + 1
+    assert got_info.problems[-1].line == lines + 2 and after.rows.lines == lines + 2
+    same(got, whole(path))
+
+
+def test_a_row_being_written_is_read_as_cut_off_while_it_is_and_as_a_row_once_whole(tmp_path):
+    data = (FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv").read_bytes()
+    path = tmp_path / "metrics.csv"
+    cut = data.rfind(b",", 0, len(data) - 1)
+    path.write_bytes(data[:cut])
+    (info, rows, _evals), since = lightning.read_metrics_on(path, path.name, "r")
+    lines = data.count(b"\n")
+    assert info.problems[-1].line == lines and "the last line is cut off" in info.problems[-1].message
+    assert info.skipped == 1 and len(rows) == lines - 2 and since.rows.lines == lines - 1
+    path.write_bytes(data)
+    (info, rows, _evals), _ = lightning.read_metrics_on(path, path.name, "r", since)
+    assert info.skipped == 0 and len(rows) == lines - 1 and not info.problems
+
+
+@pytest.mark.parametrize("change", ["new metric: written again", "truncated", "edited", "replaced by another file"])
+def test_a_file_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, change):
+    """Counter-examples: CSVLogger's rewrite with a wider header when a metric first appears, a file cut short,
+    one edited before where the read stopped, another file moved to the path: each is read from its first line."""
+    source = FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv"
+    data = source.read_bytes()
+    path = tmp_path / "metrics.csv"
+    path.write_bytes(data)
+    _first, since = lightning.read_metrics_on(path, path.name, "r")
+    lines = data.decode().splitlines(keepends=True)
+    edited = {
+        "new metric: written again": lines[0].rstrip("\n") + ",lr\n" + "".join(line.rstrip("\n") + ",\n" for line in lines[1:])
+        + "999,9" + "," * (lines[0].count(",") - 1) + ",0.5\n",
+        "truncated": "".join(lines[: len(lines) // 2]),
+        "edited": lines[0] + lines[1].replace("0", "1", 1) + "".join(lines[2:]) + lines[-1],
+        "replaced by another file": data.decode() + lines[-1],
+    }[change].encode()
+    if change == "replaced by another file":
+        other = tmp_path / "other.csv"
+        other.write_bytes(edited)
+        other.replace(path)
+    else:
+        path.write_bytes(edited)
+    fed = []
+    real = lightning._MetricsCsv.feed
+    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+                        fed.append(first) or real(self, text, first, unterminated))
+    got, _ = lightning.read_metrics_on(path, path.name, "r", since)
+    monkeypatch.undo()
+    assert fed[0] == 1
+    same(got, whole(path))
+
+
+@pytest.mark.parametrize("case", ["not UTF-8", "past the budget", "no step column"])
+def test_a_file_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path, monkeypatch, case):
+    """Counter-examples: a file that is not text, one the budget cut (its end never reached), one whose header
+    is no header (nothing below it is read, and the count of what is not read is said): read whole each time."""
+    data = (FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv").read_bytes()
+    path = tmp_path / "metrics.csv"
+    if case == "not UTF-8":
+        data += b"\xff\xfe\n"
+    elif case == "past the budget":
+        monkeypatch.setattr(lightning, "LOG_BUDGET", 200)
+        monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 200)
+    else:
+        data = data.replace(b"step", b"stage", 1)
+    path.write_bytes(data)
+    got, since = lightning.read_metrics_on(path, path.name, "r")
+    assert since is None and got[0].problems
+    same(got, whole(path))
+
+
+def test_a_campaign_whose_metrics_grew_reads_that_file_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
+    """ingest with the parse cache: the other files are loaded, the grown metrics.csv is read on from where it
+    stopped, and the campaign is the one a build without the cache reads."""
+    logs = tmp_path / "lightning-loggers"
+    shutil.copytree(FIXTURES / "campaigns" / "lightning-loggers", logs)
+    ingest(logs, cache=open_cache(logs))
+    grown = sorted(logs.rglob("metrics.csv"))[0]
+    data = grown.read_bytes()
+    last = data.decode().splitlines()[-1].split(",")
+    header = data.decode().splitlines()[0].split(",")
+    last[header.index("step")] = str(int(float(last[header.index("step")])) + 1)
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write(",".join(last) + "\n")
+    warm = open_cache(logs)
+    fed = []
+    real = lightning._MetricsCsv.feed
+    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+                        fed.append(first) or real(self, text, first, unterminated))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    assert warm.reads == 1 and fed == [data.count(b"\n") + 1]
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
