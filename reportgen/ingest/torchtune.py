@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from reportgen.ingest import cache
+from reportgen.ingest.cache import ReadTo
 from reportgen.ingest.common import (
+    LOG_BUDGET,
     MAX_COUNT,
     PROGRESS_KEYS,
     Reading,
@@ -110,52 +113,99 @@ def pickle_part(rel: str) -> InputFile:
 def read(path: Path, rel: str, run: str) -> TorchtuneLog:
     """One DiskLogger file: a metric row per Step line, its facts (first and last step, and the start
     its name gives)."""
-    info = InputFile(rel, FORMAT)
-    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
-    log = TorchtuneLog(Reading([info], [], [facts]), facts)
-    _started(rel, info, facts)
-    text = decode_text(read_log(path, info))
-    if text is None:
-        info.problem(None, "not UTF-8 text; a DiskLogger file is text")
+    return read_on(path, rel, run, keep=False)[0]
+
+
+@dataclass
+class Lines:
+    """A DiskLogger file read line by line: its Step lines so far (their values as printed, parsed when the
+    frame is made), its counts and problems, and how far it was read. Kept between builds (ingest/cache.py), so
+    that a file DiskLogger has only appended to since is read on from `at`."""
+
+    info: InputFile
+    facts: RunFacts
+    kept: list[int] = field(default_factory=list)  # the line of each Step line
+    steps: list[int] = field(default_factory=list)
+    by_name: dict[str, tuple[list[int], list[str]]] = field(default_factory=dict)  # name -> (row of each value, its text)
+    lines: int = 0
+    at: ReadTo | None = None
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        """Read the lines of `text`, the first numbered `first`; `unterminated`: it is the file's last line, and
+        has no newline (a writer stopped mid-line, or one still writing it)."""
+        info, kept, steps, by_name = self.info, self.kept, self.steps, self.by_name
+        for number, line in enumerate(text_lines(text), start=first):
+            self.lines = number
+            if not line.strip():
+                info.blank += 1
+                continue
+            if unterminated:
+                info.cut_off = True
+                info.problem(number, "the last line has no line end (DiskLogger ends every line with one): cut off "
+                                     "by a writer that stopped; not read")
+                info.skipped += 1
+                continue
+            match = _LINE.match(line.removesuffix("\r"))
+            pairs = [item.partition(":") for item in match.group(2).split()] if match else []
+            if match is None or not pairs or not all(name and value for name, _colon, value in pairs):
+                info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
+                info.skipped += 1
+                continue
+            if len(match.group(1)) > 16 or int(match.group(1)) > MAX_COUNT:
+                info.problem(number, f"step {quoted(match.group(1))} is past any step count; skipped")
+                info.skipped += 1
+                continue
+            row = len(kept)
+            kept.append(number)
+            steps.append(int(match.group(1)))
+            for name, _colon, value in pairs:
+                rows, texts = by_name.setdefault(name, ([], []))
+                rows.append(row)
+                texts.append(value)
+
+    def log(self, rel: str, run: str) -> TorchtuneLog:
+        """What the lines read make: the metrics frame and the facts (this read's own, left to it)."""
+        info, facts = self.info, self.facts
+        info.lines = self.lines
+        log = TorchtuneLog(Reading([info], [], [facts]), facts)
+        frame = _frame(rel, run, info, self.kept, self.steps, self.by_name)
+        log.reading.frames.append(frame)
+        if len(frame):
+            facts.first_step, facts.last_step = int(frame["step"].min()), int(frame["step"].max())
         return log
-    lines = text_lines(text)
-    info.lines = len(lines)
-    cut = not text.endswith("\n")
-    kept: list[int] = []  # the line of each Step line
-    steps: list[int] = []
-    by_name: dict[str, tuple[list[int], list[str]]] = {}  # name -> (row of each value, its text)
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            info.blank += 1
-            continue
-        if cut and number == len(lines):
-            info.cut_off = True
-            info.problem(number, "the last line has no line end (DiskLogger ends every line with one): cut off "
-                                 "by a writer that stopped; not read")
-            info.skipped += 1
-            continue
-        match = _LINE.match(line.removesuffix("\r"))
-        pairs = [item.partition(":") for item in match.group(2).split()] if match else []
-        if match is None or not pairs or not all(name and value for name, _colon, value in pairs):
-            info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
-            info.skipped += 1
-            continue
-        if len(match.group(1)) > 16 or int(match.group(1)) > MAX_COUNT:
-            info.problem(number, f"step {quoted(match.group(1))} is past any step count; skipped")
-            info.skipped += 1
-            continue
-        row = len(kept)
-        kept.append(number)
-        steps.append(int(match.group(1)))
-        for name, _colon, value in pairs:
-            rows, texts = by_name.setdefault(name, ([], []))
-            rows.append(row)
-            texts.append(value)
-    log.reading.frames.append(_frame(rel, run, info, kept, steps, by_name))
-    frame = log.reading.frames[0]
-    if len(frame):
-        facts.first_step, facts.last_step = int(frame["step"].min()), int(frame["step"].max())
-    return log
+
+
+def read_on(path: Path, rel: str, run: str, since: Lines | None = None, keep: bool = True) -> tuple[TorchtuneLog, Lines | None]:
+    """A DiskLogger file read on from `since` when DiskLogger has only appended to it since, else whole; with how
+    far its complete lines take the read now, for the next read (None when it is not read on: not UTF-8, or cut
+    by the budget). Either way the file reads as it does when read whole."""
+    more = None if since is None else cache.appended(path, since.at, LOG_BUDGET)
+    if more is not None:
+        read, tail = since, more.tail
+        read.feed(more.complete, read.lines + 1)
+        read.at = more.at
+    else:
+        info = InputFile(rel, FORMAT)
+        facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
+        read = Lines(info, facts)
+        _started(rel, info, facts)
+        noted = len(info.problems)
+        data = read_log(path, info)
+        text = decode_text(data)
+        if text is None:
+            info.problem(None, "not UTF-8 text; a DiskLogger file is text")
+            return TorchtuneLog(Reading([info], [], [facts]), facts), None
+        keep = keep and len(info.problems) == noted  # not cut by the budget
+        cut = text.rfind("\n") + 1
+        read.feed(text[:cut], 1)
+        tail, read.at = text[cut:], cache.read_to_lines(path, data)
+        keep = keep and read.lines > 0
+    kept = read if keep else None
+    if kept is not None:
+        read = cache.copied(read)  # the last line, if it has no newline yet, is read on a copy
+    if tail:
+        read.feed(tail, read.lines + 1, unterminated=True)
+    return read.log(rel, run), kept
 
 
 def _frame(rel: str, run: str, info: InputFile, kept: list[int], steps: list[int],
@@ -220,7 +270,8 @@ def read_files(scan: Scan) -> None:
         with scan.contained(rel, FORMAT):
             owner = scan.owner(rel)
             key = owner or f"{FORMAT}:{rel}"
-            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key), Kept(FORMAT, context=lambda _rel: key))
+            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key),
+                                Kept(FORMAT, context=lambda _rel: key, resume=lambda rel, since: read_on(scan.found[rel][0], rel, key, since)))
             scan.add(log.reading)
             if owner is None:
                 folder = parents(rel)[0]

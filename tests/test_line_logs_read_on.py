@@ -1,10 +1,11 @@
-"""CSV logs their writer appends rows to are read on from where the last read stopped (kept by the parse
-cache): metrics.csv files written by Lightning's CSVLogger (tests/fixtures/make_fixtures.py) read on from any
-point read as they do whole, nothing read twice and nothing lost; a file that did more than grow (CSVLogger
-writes the file again, header and all, when a new metric appears) is read whole.
+"""Line logs their writer appends to are read on from where the last read stopped (kept by the parse cache):
+metrics.csv files written by Lightning's CSVLogger and torchtune's DiskLogger files
+(tests/fixtures/make_fixtures.py) read on from any point read as they do whole, nothing read twice and nothing
+lost; a file that did more than grow (CSVLogger writes the file again, header and all, when a new metric
+appears) is read whole.
 
 The rows appended here are written by hand in the layout of the file they are appended to (its own header's
-columns): the files themselves are CSVLogger's."""
+columns, DiskLogger's `Step N | name:value`): the files themselves are the libraries'."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.ingest import ingest, lightning
+from reportgen.ingest import ingest, lightning, torchtune
 from reportgen.ingest.cache import open_cache
 
 FIXTURES = Path(__file__).parent / "fixtures"
 METRICS = sorted((FIXTURES / "formats" / "lightning").glob("*/version_*/metrics.csv")) + \
     sorted((FIXTURES / "campaigns" / "lightning-loggers").rglob("metrics.csv"))
+DISK_LOGS = sorted((FIXTURES / "torchtune").rglob("log_*.txt"))
 
 
 def plain(value) -> object:
@@ -76,6 +78,46 @@ def test_a_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_i
         again, after = lightning.read_metrics_on(path, path.name, "r", since)
         same(again, expected)
         assert after.at.end == len(data) and after.rows.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def disk_log(path: Path, since: torchtune.Lines | None = None) -> tuple:
+    log, kept = torchtune.read_on(path, path.name, "r", since)
+    return (log.reading.inputs[0], log.reading.frames, log.facts), kept
+
+
+def same_disk_log(a: tuple, b: tuple) -> None:
+    (info_a, frames_a, facts_a), (info_b, frames_b, facts_b) = a, b
+    assert len(frames_a) == len(frames_b)
+    for frame_a, frame_b in zip(frames_a, frames_b, strict=True):
+        pd.testing.assert_frame_equal(frame_a, frame_b)
+    assert info_a == info_b and facts_a == facts_b
+
+
+@pytest.mark.parametrize("source", DISK_LOGS, ids=lambda p: p.parent.name + "/" + p.name)
+def test_a_disk_log_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """The same for torchtune's DiskLogger files: its Step lines, a NaN loss, a resumed run's second file."""
+    data = source.read_bytes()
+    path = tmp_path / source.name  # the name dates the run
+    path.write_bytes(data)
+    log = torchtune.read(path, path.name, "r")
+    expected = (log.reading.inputs[0], log.reading.frames, log.facts)
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = disk_log(path)
+        log = torchtune.read(path, path.name, "r")
+        same_disk_log(first, (log.reading.inputs[0], log.reading.frames, log.facts))
+        if since is None:
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert plain({**vars(since), "at": None}) == plain({**vars(disk_log(path)[1]), "at": None})  # (at: its clock)
+        path.write_bytes(data)
+        again, after = disk_log(path, since)
+        same_disk_log(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
     assert kept > len(cuts(data)) // 2
 
 
@@ -199,3 +241,46 @@ def test_a_campaign_whose_metrics_grew_reads_that_file_on_and_as_a_build_without
     expected = ingest(logs)
     pd.testing.assert_frame_equal(got.metrics, expected.metrics)
     assert got.runs == expected.runs and got.inputs == expected.inputs
+
+
+def test_step_lines_appended_to_a_disk_log_are_read_from_where_the_read_stopped(tmp_path, monkeypatch):
+    source = FIXTURES / "torchtune" / "clean" / "log_1796418366.txt"
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    path.write_bytes(data)
+    (info, _frames, facts), since = disk_log(path)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("Step 1000 | loss:0.125 lr:1e-05 \nStep 1001 | loss:abc \n")
+    fed = []
+    real = torchtune.Lines.feed
+    monkeypatch.setattr(torchtune.Lines, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
+    got, after = disk_log(path, since)
+    monkeypatch.undo()
+    lines = data.count(b"\n")
+    assert fed == [(2, lines + 1)]
+    got_info, frames, got_facts = got
+    assert frames[0]["step"].iloc[-1] == 1000 and frames[0]["loss"].iloc[-1] == 0.125
+    assert got_facts.last_step == 1000 and got_facts.started_at == facts.started_at
+    assert got_info.records == info.records + 1 and got_info.skipped == info.skipped + 1 and after.lines == lines + 2
+    assert [p.line for p in got_info.problems][-1:] == [lines + 2]
+    log = torchtune.read(path, path.name, "r")
+    same_disk_log(got, (log.reading.inputs[0], log.reading.frames, log.facts))
+
+
+@pytest.mark.parametrize("case", ["not UTF-8", "past the budget"])
+def test_a_disk_log_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path, monkeypatch, case):
+    """Counter-examples: a file that is not text, and one the budget cut (its end never reached)."""
+    source = FIXTURES / "torchtune" / "clean" / "log_1796418366.txt"
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    if case == "not UTF-8":
+        data += b"\xff\xfe\n"
+    else:
+        monkeypatch.setattr(torchtune, "LOG_BUDGET", 300)
+        monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 300)
+    path.write_bytes(data)
+    got, since = disk_log(path)
+    assert since is None and got[0].problems
+    log = torchtune.read(path, path.name, "r")
+    same_disk_log(got, (log.reading.inputs[0], log.reading.frames, log.facts))
