@@ -38,6 +38,11 @@ def plain(value) -> object:
     return value
 
 
+def kept_state(read) -> object:
+    """What a read keeps to read on from, comparable (`at` left out: it holds the file's clock)."""
+    return plain({**vars(read), "at": None})
+
+
 def whole(path: Path) -> tuple:
     return lightning.read_metrics(path, path.name, "r")
 
@@ -73,11 +78,11 @@ def test_a_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_i
             continue
         kept += 1
         path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert plain(since.rows) == plain(lightning.read_metrics_on(path, path.name, "r")[1].rows)
+        assert kept_state(since) == kept_state(lightning.read_metrics_on(path, path.name, "r")[1])
         path.write_bytes(data)
         again, after = lightning.read_metrics_on(path, path.name, "r", since)
         same(again, expected)
-        assert after.at.end == len(data) and after.rows.lines == data.count(b"\n")
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
     assert kept > len(cuts(data)) // 2
 
 
@@ -113,7 +118,7 @@ def test_a_disk_log_read_on_from_where_it_stopped_reads_as_the_whole_file_wherev
             continue
         kept += 1
         path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert plain({**vars(since), "at": None}) == plain({**vars(disk_log(path)[1]), "at": None})  # (at: its clock)
+        assert kept_state(since) == kept_state(disk_log(path)[1])
         path.write_bytes(data)
         again, after = disk_log(path, since)
         same_disk_log(again, expected)
@@ -136,8 +141,8 @@ def test_rows_appended_are_read_from_where_the_read_stopped_not_from_the_start(t
     with path.open("a", encoding="utf-8") as handle:
         handle.write(",".join(row) + "\n" + ",".join(row[:2]) + "\n")  # and a damaged row
     fed = []
-    real = lightning._MetricsCsv.feed
-    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+    real = lightning.MetricsCsv.feed
+    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
                         fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
     got, after = lightning.read_metrics_on(path, path.name, "r", since)
     monkeypatch.undo()
@@ -147,7 +152,7 @@ def test_rows_appended_are_read_from_where_the_read_stopped_not_from_the_start(t
     frame = rows.frame()
     assert frame["step"].iloc[-1] == 999 and frame[metric].iloc[-1] == 0.125 and frame["line"].iloc[-1] == lines + 1
     assert got_info.records == info.records + 1 and got_info.skipped == info.skipped + 1
-    assert got_info.problems[-1].line == lines + 2 and after.rows.lines == lines + 2
+    assert got_info.problems[-1].line == lines + 2 and after.lines == lines + 2
     same(got, whole(path))
 
 
@@ -159,7 +164,7 @@ def test_a_row_being_written_is_read_as_cut_off_while_it_is_and_as_a_row_once_wh
     (info, rows, _evals), since = lightning.read_metrics_on(path, path.name, "r")
     lines = data.count(b"\n")
     assert info.problems[-1].line == lines and "the last line is cut off" in info.problems[-1].message
-    assert info.skipped == 1 and len(rows) == lines - 2 and since.rows.lines == lines - 1
+    assert info.skipped == 1 and len(rows) == lines - 2 and since.lines == lines - 1
     path.write_bytes(data)
     (info, rows, _evals), _ = lightning.read_metrics_on(path, path.name, "r", since)
     assert info.skipped == 0 and len(rows) == lines - 1 and not info.problems
@@ -189,8 +194,8 @@ def test_a_file_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chan
     else:
         path.write_bytes(edited)
     fed = []
-    real = lightning._MetricsCsv.feed
-    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+    real = lightning.MetricsCsv.feed
+    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
                         fed.append(first) or real(self, text, first, unterminated))
     got, _ = lightning.read_metrics_on(path, path.name, "r", since)
     monkeypatch.undo()
@@ -207,7 +212,6 @@ def test_a_file_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path, mon
     if case == "not UTF-8":
         data += b"\xff\xfe\n"
     elif case == "past the budget":
-        monkeypatch.setattr(lightning, "LOG_BUDGET", 200)
         monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 200)
     else:
         data = data.replace(b"step", b"stage", 1)
@@ -232,8 +236,8 @@ def test_a_campaign_whose_metrics_grew_reads_that_file_on_and_as_a_build_without
         handle.write(",".join(last) + "\n")
     warm = open_cache(logs)
     fed = []
-    real = lightning._MetricsCsv.feed
-    monkeypatch.setattr(lightning._MetricsCsv, "feed", lambda self, text, first, unterminated=False:
+    real = lightning.MetricsCsv.feed
+    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
                         fed.append(first) or real(self, text, first, unterminated))
     got = ingest(logs, cache=warm)
     monkeypatch.undo()
@@ -277,7 +281,6 @@ def test_a_disk_log_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path,
     if case == "not UTF-8":
         data += b"\xff\xfe\n"
     else:
-        monkeypatch.setattr(torchtune, "LOG_BUDGET", 300)
         monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 300)
     path.write_bytes(data)
     got, since = disk_log(path)

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,8 @@ import yaml
 
 from reportgen.boundary import MB, read_file, size
 from reportgen.bounded import TooComplex, load_json, load_yaml
+from reportgen.ingest import cache
+from reportgen.ingest.cache import ReadTo
 from reportgen.model import InputFile
 
 # How much of one file is read. A log past its budget is read up to its last full line within it
@@ -35,6 +38,61 @@ def read_log(path: Path, info: InputFile, budget: int | None = None, what: str =
     if note:
         info.problem(None, note)
     return read.data
+
+
+class LineRead:
+    """A line log read line by line (a reader's subclass reads lines in `feed`), kept between builds
+    (ingest/cache.py) as it is after the log's complete lines, so that a log its writer has only appended to
+    since is read on from `at` (read_lines)."""
+
+    def __init__(self, info: InputFile) -> None:
+        self.info = info
+        self.lines = 0  # lines read
+        self.at: ReadTo | None = None  # where the complete lines end in the file, and what says it still holds them
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        """Read the lines of `text`, the first numbered `first`; `unterminated`: it is the file's last line, and
+        has no newline (a writer stopped mid-line, or one still writing it). A read fed texts in turn reads as
+        one fed their concatenation."""
+        raise NotImplementedError
+
+    def keepable(self) -> bool:
+        """Whether what was read can be read on from (not, say, after a header that is no header)."""
+        return self.lines > 0
+
+
+Read = TypeVar("Read", bound=LineRead)
+
+
+def read_lines(path: Path, read: Read, since: Read | None, not_text: str, budget: int | None = None, what: str = "lines",
+               keep: bool = True) -> tuple[Read | None, Read | None]:
+    """A line log's lines fed to `since` (what an earlier read kept) from where it stopped, when the log has only
+    grown since, else all of them to `read` (a new read); the last line, when it has no newline yet, is fed last,
+    on a copy when what is read is kept. Returns the read of every line (None when the log is not UTF-8 text: a
+    problem on `read.info` says so) and what to keep to read on from next time (None: a log to read whole then,
+    cut by the budget say)."""
+    budget = LOG_BUDGET if budget is None else budget
+    more = None if since is None else cache.appended(path, since.at, budget)
+    if more is not None:
+        since.feed(more.complete, since.lines + 1)
+        since.at, read, tail, kept = more.at, since, more.tail, since
+    else:
+        noted = len(read.info.problems)
+        data = read_log(path, read.info, budget, what)
+        text = decode_text(data)
+        if text is None:
+            read.info.problem(None, not_text)
+            return None, None
+        whole = len(read.info.problems) == noted  # not cut by the budget: its end was read
+        cut = text.rfind("\n") + 1
+        read.feed(text[:cut], 1)
+        read.at, tail = cache.read_to_lines(path, data), text[cut:]
+        kept = read if keep and whole and read.keepable() else None
+    if kept is not None:
+        read = cache.copied(read)
+    if tail:
+        read.feed(tail, read.lines + 1, unterminated=True)
+    return read, kept
 
 
 def read_document(path: Path, info: InputFile, budget: int | None = None) -> bytes | None:

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from reportgen.ingest import cache
-from reportgen.ingest.cache import ReadTo
 from reportgen.ingest.common import (
-    LOG_BUDGET,
+    LineRead,
     MetricRows,
     Reading,
     csv_lines,
-    decode_text,
     quoted,
-    read_log,
+    read_lines,
     read_mapping,
     row_kind,
 )
@@ -55,62 +51,32 @@ def read_metrics(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows,
     return read_metrics_on(path, rel, run, keep=False)[0]
 
 
-@dataclass
-class MetricsRead:
-    """How far one metrics.csv was read (every line up to its last newline), kept between builds (ingest/cache.py)
-    so that a file CSVLogger has only appended rows to since is read on from `at`. (CSVLogger writes the file
-    again, header and all, when a metric it had not logged appears: that file is read whole.)"""
-
-    rows: _MetricsCsv
-    at: ReadTo
-
-
-def read_metrics_on(path: Path, rel: str, run: str, since: MetricsRead | None = None, keep: bool = True
-                    ) -> tuple[tuple[InputFile, MetricRows, list[Evaluation]], MetricsRead | None]:
-    """metrics.csv read on from `since` when CSVLogger has only appended to it since, else whole; with how far
-    its complete lines take the read now, for the next read (None when it is not read on: not UTF-8, cut by the
-    budget, a header that is no header). Either way the file reads as it does when read whole."""
-    more = None if since is None else cache.appended(path, since.at, LOG_BUDGET)
-    if more is not None:
-        read, at = since.rows, more.at
-        read.feed(more.complete, read.lines + 1)
-        tail = more.tail
-    else:
-        read = _MetricsCsv(rel, run)
-        data = read_log(path, read.info, what="rows")
-        text = decode_text(data)
-        if text is None:
-            read.info.problem(None, "not UTF-8 text; metrics.csv is a CSV file")
-            return (read.info, read.rows, read.evals), None
-        cut = text.rfind("\n") + 1
-        read.feed(text[:cut], 1)
-        tail, at = text[cut:], cache.read_to_lines(path, data)
-        keep = keep and read.header is not None and not read.budget_cut  # (a header that is no header is None)
-    kept = MetricsRead(read, at) if keep else None
-    if kept is not None:
-        read = cache.copied(read)  # the last line, if it has no newline yet, is read on a copy
-    if tail:
-        read.feed(tail, read.lines + 1, unterminated=True)
+def read_metrics_on(path: Path, rel: str, run: str, since: MetricsCsv | None = None, keep: bool = True
+                    ) -> tuple[tuple[InputFile, MetricRows, list[Evaluation]], MetricsCsv | None]:
+    """metrics.csv read on from `since` when CSVLogger has only appended rows to it since, else whole (CSVLogger
+    writes the file again, header and all, when a metric it had not logged appears: that file is read whole);
+    with what to keep to read on from next time (common.read_lines). Either way the file reads as it does whole."""
+    fresh = MetricsCsv(rel, run)
+    read, kept = read_lines(path, fresh, since, "not UTF-8 text; metrics.csv is a CSV file", what="rows", keep=keep)
+    if read is None:
+        return (fresh.info, fresh.rows, fresh.evals), None
     return read.result(), kept
 
 
-class _MetricsCsv:
-    """metrics.csv read line by line: its rows, evaluations and counts so far, and its header once read. `feed`
-    reads more lines; a read fed texts in turn reads as one fed their concatenation."""
+class MetricsCsv(LineRead):
+    """metrics.csv read line by line: its rows, evaluations and counts so far, and its header once read."""
 
     def __init__(self, rel: str, run: str) -> None:
+        super().__init__(InputFile(path=rel, format=FORMAT))
         self.run = run
-        self.info = InputFile(path=rel, format=FORMAT)
         self.rows = MetricRows(rel)
         self.evals: list = []
-        self.lines = 0  # lines read
         self.header: list[str] | None = None
         self.step_at = 0
         self.no_header: tuple[int, str] | None = None  # the first line that is not blank, and why it is no header
 
-    @property
-    def budget_cut(self) -> bool:
-        return any(p.line is None for p in self.info.problems)  # the budget's note (the only problem of no line)
+    def keepable(self) -> bool:
+        return self.header is not None  # (None after a header that is no header: nothing below it is read)
 
     def result(self) -> tuple[InputFile, MetricRows, list[Evaluation]]:
         info = self.info

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from reportgen.ingest import cache
-from reportgen.ingest.cache import ReadTo
 from reportgen.ingest.common import (
-    LOG_BUDGET,
     MAX_COUNT,
     PROGRESS_KEYS,
+    LineRead,
     Reading,
     decode_text,
     from_epoch,
@@ -35,7 +33,7 @@ from reportgen.ingest.common import (
     metric_frame,
     parse_numbers,
     quoted,
-    read_log,
+    read_lines,
     text_lines,
 )
 from reportgen.ingest.scan import (
@@ -116,19 +114,17 @@ def read(path: Path, rel: str, run: str) -> TorchtuneLog:
     return read_on(path, rel, run, keep=False)[0]
 
 
-@dataclass
-class Lines:
-    """A DiskLogger file read line by line: its Step lines so far (their values as printed, parsed when the
-    frame is made), its counts and problems, and how far it was read. Kept between builds (ingest/cache.py), so
-    that a file DiskLogger has only appended to since is read on from `at`."""
+class Lines(LineRead):
+    """A DiskLogger file read line by line: its Step lines so far (their values as printed, parsed when the frame
+    is made), its counts and problems, and the run's facts."""
 
-    info: InputFile
-    facts: RunFacts
-    kept: list[int] = field(default_factory=list)  # the line of each Step line
-    steps: list[int] = field(default_factory=list)
-    by_name: dict[str, tuple[list[int], list[str]]] = field(default_factory=dict)  # name -> (row of each value, its text)
-    lines: int = 0
-    at: ReadTo | None = None
+    def __init__(self, rel: str, run: str) -> None:
+        super().__init__(InputFile(rel, FORMAT))
+        self.facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
+        _started(rel, self.info, self.facts)
+        self.kept: list[int] = []  # the line of each Step line
+        self.steps: list[int] = []
+        self.by_name: dict[str, tuple[list[int], list[str]]] = {}  # name -> (row of each value, its text)
 
     def feed(self, text: str, first: int, unterminated: bool = False) -> None:
         """Read the lines of `text`, the first numbered `first`; `unterminated`: it is the file's last line, and
@@ -176,35 +172,12 @@ class Lines:
 
 
 def read_on(path: Path, rel: str, run: str, since: Lines | None = None, keep: bool = True) -> tuple[TorchtuneLog, Lines | None]:
-    """A DiskLogger file read on from `since` when DiskLogger has only appended to it since, else whole; with how
-    far its complete lines take the read now, for the next read (None when it is not read on: not UTF-8, or cut
-    by the budget). Either way the file reads as it does when read whole."""
-    more = None if since is None else cache.appended(path, since.at, LOG_BUDGET)
-    if more is not None:
-        read, tail = since, more.tail
-        read.feed(more.complete, read.lines + 1)
-        read.at = more.at
-    else:
-        info = InputFile(rel, FORMAT)
-        facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel), reason=NO_STATUS)
-        read = Lines(info, facts)
-        _started(rel, info, facts)
-        noted = len(info.problems)
-        data = read_log(path, info)
-        text = decode_text(data)
-        if text is None:
-            info.problem(None, "not UTF-8 text; a DiskLogger file is text")
-            return TorchtuneLog(Reading([info], [], [facts]), facts), None
-        keep = keep and len(info.problems) == noted  # not cut by the budget
-        cut = text.rfind("\n") + 1
-        read.feed(text[:cut], 1)
-        tail, read.at = text[cut:], cache.read_to_lines(path, data)
-        keep = keep and read.lines > 0
-    kept = read if keep else None
-    if kept is not None:
-        read = cache.copied(read)  # the last line, if it has no newline yet, is read on a copy
-    if tail:
-        read.feed(tail, read.lines + 1, unterminated=True)
+    """A DiskLogger file read on from `since` when DiskLogger has only appended to it since, else whole; with what
+    to keep to read on from next time (common.read_lines). Either way the file reads as it does whole."""
+    fresh = Lines(rel, run)
+    read, kept = read_lines(path, fresh, since, "not UTF-8 text; a DiskLogger file is text", keep=keep)
+    if read is None:
+        return TorchtuneLog(Reading([fresh.info], [], [fresh.facts]), fresh.facts), None
     return read.log(rel, run), kept
 
 
