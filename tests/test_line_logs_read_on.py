@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.ingest import ingest, lightning, torchtune
+from reportgen.ingest import dvclive, ingest, lightning, torchtune
 from reportgen.ingest.cache import open_cache
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -203,18 +203,30 @@ def test_a_file_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chan
     same(got, whole(path))
 
 
-@pytest.mark.parametrize("case", ["not UTF-8", "past the budget", "no step column"])
+def test_a_file_whose_header_is_no_header_reads_on_and_counts_every_row_below_it(tmp_path):
+    data = (FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv").read_bytes()
+    path = tmp_path / "metrics.csv"
+    path.write_bytes(data.replace(b"step", b"stage", 1))
+    (info, _rows, _evals), since = lightning.read_metrics_on(path, path.name, "r")
+    lines = data.count(b"\n")
+    assert info.problems[-1].message.endswith(f"the {lines - 1} rows below it are not read") and info.records == 0
+    with path.open("ab") as handle:
+        handle.write(data.splitlines(keepends=True)[-1])
+    got, _ = lightning.read_metrics_on(path, path.name, "r", since)
+    assert got[0].problems[-1].message.endswith(f"the {lines} rows below it are not read") and got[0].skipped == lines
+    same(got, whole(path))
+
+
+@pytest.mark.parametrize("case", ["not UTF-8", "past the budget"])
 def test_a_file_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path, monkeypatch, case):
-    """Counter-examples: a file that is not text, one the budget cut (its end never reached), one whose header
-    is no header (nothing below it is read, and the count of what is not read is said): read whole each time."""
+    """Counter-examples: a file that is not text, and one the budget cut (its end never reached): read whole each
+    time."""
     data = (FIXTURES / "formats" / "lightning" / "pl-clean" / "version_0" / "metrics.csv").read_bytes()
     path = tmp_path / "metrics.csv"
     if case == "not UTF-8":
         data += b"\xff\xfe\n"
-    elif case == "past the budget":
-        monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 200)
     else:
-        data = data.replace(b"step", b"stage", 1)
+        monkeypatch.setattr("reportgen.ingest.common.LOG_BUDGET", 200)
     path.write_bytes(data)
     got, since = lightning.read_metrics_on(path, path.name, "r")
     assert since is None and got[0].problems
@@ -287,3 +299,89 @@ def test_a_disk_log_read_whole_each_time_keeps_nothing_to_read_on_from(tmp_path,
     assert since is None and got[0].problems
     log = torchtune.read(path, path.name, "r")
     same_disk_log(got, (log.reading.inputs[0], log.reading.frames, log.facts))
+
+
+TSVS = sorted((FIXTURES / "dvclive").rglob("*.tsv"))
+
+
+def metric_name(source: Path) -> str:
+    return source.relative_to(next(p for p in source.parents if p.name == "metrics")).with_suffix("").as_posix()
+
+
+@pytest.mark.parametrize("source", TSVS, ids=lambda p: f"{p.parts[-6 if p.parent.name == 'eval' else -5]}/{metric_name(p)}")
+def test_a_dvclive_metric_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """The same for DVCLive's metric files (timestamp, step, value; a resumed run's step that falls back)."""
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    name = metric_name(source)
+    path.write_bytes(data)
+
+    def read(since=None, keep=True):
+        (info, frame, back), kept = dvclive._read_tsv(path, path.name, "r", name, since, keep)
+        return (info, [frame], back), kept
+
+    def same_tsv(a, b):
+        same_disk_log((a[0], a[1], a[2]), (b[0], b[1], b[2]))
+
+    expected = read(keep=False)[0]
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = read()
+        same_tsv(first, read(keep=False)[0])
+        if since is None:
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert kept_state(since) == kept_state(read()[1])
+        path.write_bytes(data)
+        again, after = read(since)
+        same_tsv(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def test_a_dvclive_folder_whose_metric_files_grew_reads_each_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
+    """A live DVCLive folder: next_step() appends a row to each metric file and writes metrics.json again. With the
+    parse cache, each metric file is read on from where it stopped (the one that did not grow reads no line), and
+    the campaign is the one a build without the cache reads."""
+    logs = tmp_path / "dvclive-clean"
+    shutil.copytree(FIXTURES / "dvclive" / "clean", logs)
+    ingest(logs, cache=open_cache(logs))
+    lines = {}
+    for name in ("loss", "acc"):
+        grown = logs / "dvclive" / "plots" / "metrics" / f"{name}.tsv"
+        data = grown.read_text(encoding="utf-8")
+        lines[grown.relative_to(logs).as_posix()] = data.count("\n")
+        stamp, step, _value = data.splitlines()[-1].split("\t")
+        with grown.open("a", encoding="utf-8") as handle:
+            handle.write(f"{int(stamp) + 1000}\t{int(step) + 1}\t0.125\n")
+    warm = open_cache(logs)
+    fed = []
+    real = dvclive.Tsv.feed
+    monkeypatch.setattr(dvclive.Tsv, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((self.info.path, text.count("\n"), first)) or real(self, text, first, unterminated))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    assert warm.reads == 1
+    assert sorted(f for f in fed if f[1]) == sorted((rel, 1, count + 1) for rel, count in lines.items())
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
+    new = got.metrics[got.metrics["path"] == "dvclive/plots/metrics/loss.tsv"].iloc[-1]
+    assert (new["line"], new["loss"]) == (lines["dvclive/plots/metrics/loss.tsv"] + 1, 0.125)
+
+
+def test_a_dvclive_row_being_written_is_read_as_cut_off_while_it_is_and_as_a_row_once_whole(tmp_path):
+    source = FIXTURES / "dvclive" / "clean" / "dvclive" / "plots" / "metrics" / "loss.tsv"
+    data = source.read_bytes()
+    path = tmp_path / "loss.tsv"
+    path.write_bytes(data[: data.rfind(b"\t")])
+    (info, frame, _back), since = dvclive._read_tsv(path, path.name, "r", "loss", keep=True)
+    lines = data.count(b"\n")
+    assert info.cut_off and info.problems[-1].line == lines and "the last line is cut off" in info.problems[-1].message
+    assert len(frame) == lines - 2
+    path.write_bytes(data)
+    (info, frame, _back), _ = dvclive._read_tsv(path, path.name, "r", "loss", since, keep=True)
+    assert not info.cut_off and not info.problems and len(frame) == lines - 1

@@ -30,6 +30,7 @@ from reportgen.ingest.common import (
     EPOCH_END,
     LATEST,
     MAX_COUNT,
+    LineRead,
     Reading,
     csv_lines,
     decode_text,
@@ -37,7 +38,7 @@ from reportgen.ingest.common import (
     metric_frame,
     parse_numbers,
     quoted,
-    read_log,
+    read_lines,
     read_mapping,
     text_lines,
 )
@@ -145,6 +146,16 @@ def live_folder(rel: str, heads: Mapping[str, bytes], folders: set[str] | None =
 def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiveRun:
     """One DVCLive folder's files (`members`, paths under LOGS): metric rows from its tsv files, the
     configuration from params.yaml, the summary's step, and the files it claims."""
+    return read_folder_on(logs, folder, members, key, None, keep=False)[0]
+
+
+def read_folder_on(logs: Path, folder: str, members: list[str], key: str, since: dict[str, Tsv] | None,
+                   keep: bool = True) -> tuple[DvcLiveRun, dict[str, Tsv]]:
+    """read_folder, each metric file read on from where the last read of the folder stopped (`since`: what it kept
+    of each, kept between builds by the parse cache) when DVCLive has only appended rows to it; with what to keep
+    of each now. The folder's other files are small, and read whole."""
+    since = since or {}
+    kept: dict[str, Tsv] = {}
     facts = RunFacts(run=key, format=FORMAT, evidence=Evidence(f"{folder}/{SUMMARY}" if folder else SUMMARY),
                      reason=NO_STATUS)
     run = DvcLiveRun(Reading(), facts)
@@ -159,7 +170,9 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
         inside = rel[len(prefix):] if rel.startswith(prefix) else None
         part = _metric_part(rel)
         if part is not None and part[0] == folder:
-            info, frame, seen = _read_tsv(logs / rel, rel, key, part[1])
+            (info, frame, seen), tsv = _read_tsv(logs / rel, rel, key, part[1], since.get(rel), keep)
+            if tsv is not None:
+                kept[rel] = tsv
             run.reading.inputs.append(info)
             run.reading.frames.append(frame)
             if len(frame):
@@ -207,7 +220,7 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> DvcLiv
     if run.resumed is not None:
         rel, line = back[0][0], back[0][1]
         run.reading.events.append(LogMessage(key, MessageKind.RESUMED, run.resumed, Evidence(rel, line), step=back[0][2]))
-    return run
+    return run, kept
 
 
 def _resumed(back: list[tuple[str, int, int, int]]) -> str | None:
@@ -233,77 +246,101 @@ def _resumed(back: list[tuple[str, int, int, int]]) -> str | None:
             "Live(resume=True) does, starting after the step metrics.json had")
 
 
-def _read_tsv(path: Path, rel: str, run: str, name: str) -> tuple[InputFile, pd.DataFrame, list[tuple[int, int, int]]]:
-    """One metric file: its metrics frame (a row per line at its step, with its time when the file
-    has a timestamp column), and the (line, step, step before) of each row whose step did not rise."""
-    info = InputFile(rel, FORMAT)
-    kind = "eval" if is_eval(name) else "train"
-    empty = metric_frame(rel, [], run, kind, [], [], {})
-    text = decode_text(read_log(path, info, what="rows"))
-    if text is None:
-        info.problem(None, "not UTF-8 text; a DVCLive metric file is tab-separated text")
-        return info, empty, []
-    lines = text_lines(text)
-    info.lines = len(lines)
-    width = 0  # the header's cells: 2 or 3 (with timestamps); 0 until the header is read
-    kept: list[int] = []
-    steps: list[str] = []
-    cells_of: list[list[str]] = []
-    for line, cells in csv_lines(text, "\t"):
-        if isinstance(cells, list) and not "".join(cells).strip():
-            info.blank += 1
-            continue
-        if not width:
-            info.header = 1
-            if isinstance(cells, str) or not _header("\t".join(cells), name):
-                after = lines[line:]
-                blank = sum(1 for x in after if not x.strip())
-                info.blank += blank
-                rest = info.skipped = len(after) - blank
-                shown = cells if isinstance(cells, str) else quoted("\t".join(cells))
-                info.problem(line, f"not DVCLive's header for {name} (`step<TAB>{name.rsplit('/', 1)[-1]}`, with a "
-                                   f"`timestamp` column first or not): {shown}; the {rest} rows below it are not read")
-                return info, empty, []
-            width = len(cells)
-            continue
-        if isinstance(cells, str):
-            info.problem(line, f"not a row ({cells}); row skipped")
-            info.skipped += 1
-            continue
-        if len(cells) != width:
-            cut = line == len(lines) and not text.endswith("\n")
-            info.problem(line, f"{len(cells)} cells where the header has {width}"
-                         + ("; the last line is cut off (a writer stopped mid-line)" if cut else "") + "; row skipped")
-            info.cut_off = info.cut_off or cut
-            info.skipped += 1
-            continue
-        step = cells[-2]
-        if not (step.isascii() and step.isdigit() and len(step) <= 15):
-            info.problem(line, f"step: {quoted(step)} is not a step number; row skipped")
-            info.skipped += 1
-            continue
-        kept.append(line)
-        steps.append(step)
-        cells_of.append(cells)
-    if not kept:
-        return info, empty, []
-    table = np.array(cells_of, dtype=str).reshape(len(kept), width)
-    values, ok = parse_numbers(np.char.rstrip(table[:, -1], "\r"))
-    line_numbers = np.array(kept, dtype=np.int64)
-    for i in np.flatnonzero(~ok).tolist():
-        info.problem(int(line_numbers[i]), f"{name}: {quoted(str(table[i, -1]))} is not a number; row skipped")
-    info.skipped += int((~ok).sum())
-    info.records = int(ok.sum())
-    step_numbers = np.array(steps, dtype=np.int64)[ok]
-    line_numbers, values = line_numbers[ok], values[ok]
-    if width == 3:
-        stamps = _times(table[ok, 0], line_numbers, info)
-    else:
-        stamps = pa.nulls(len(values), pa.timestamp("us", tz="UTC"))
-    fell = np.flatnonzero(np.diff(step_numbers) <= 0) + 1
-    back = [(int(line_numbers[i]), int(step_numbers[i]), int(step_numbers[i - 1])) for i in fell.tolist()]
-    frame = metric_frame(rel, line_numbers.tolist(), run, kind, step_numbers.tolist(), stamps, {name: pa.array(values)})
-    return info, frame, back
+def _read_tsv(path: Path, rel: str, run: str, name: str, since: Tsv | None = None, keep: bool = False
+              ) -> tuple[tuple[InputFile, pd.DataFrame, list[tuple[int, int, int]]], Tsv | None]:
+    """One metric file: its metrics frame (a row per line at its step, with its time when the file has a
+    timestamp column), and the (line, step, step before) of each row whose step did not rise; read on from
+    `since` when DVCLive has only appended rows to it since, else whole, with what to keep to read on from next
+    time (common.read_lines)."""
+    fresh = Tsv(rel, run, name)
+    read, kept = read_lines(path, fresh, since, "not UTF-8 text; a DVCLive metric file is tab-separated text",
+                            what="rows", keep=keep)
+    if read is None:
+        return (fresh.info, fresh.empty(), []), None
+    return read.result(), kept
+
+
+class Tsv(LineRead):
+    """A DVCLive metric file read line by line: its rows so far (their cells, parsed when the frame is made), its
+    counts and problems, and its header's width once read."""
+
+    def __init__(self, rel: str, run: str, name: str) -> None:
+        super().__init__(InputFile(rel, FORMAT))
+        self.run, self.name = run, name
+        self.width = 0  # the header's cells: 2 or 3 (with timestamps); 0 until the header is read
+        self.kept: list[int] = []
+        self.steps: list[str] = []
+        self.cells_of: list[list[str]] = []
+        self.no_header: tuple[int, str] | None = None  # the header's line and why it is no header
+
+    def empty(self) -> pd.DataFrame:
+        return metric_frame(self.info.path, [], self.run, "eval" if is_eval(self.name) else "train", [], [], {})
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        info, name = self.info, self.name
+        for line, cells in csv_lines(text, "\t", first):
+            self.lines = line
+            if isinstance(cells, list) and not "".join(cells).strip():
+                info.blank += 1
+                continue
+            if self.no_header is not None:  # nothing below a header that is no header is read
+                info.skipped += 1
+                continue
+            if not self.width:
+                info.header = 1
+                if isinstance(cells, str) or not _header("\t".join(cells), name):
+                    shown = cells if isinstance(cells, str) else quoted("\t".join(cells))
+                    self.no_header = (line, f"not DVCLive's header for {name} (`step<TAB>{name.rsplit('/', 1)[-1]}`, with a "
+                                            f"`timestamp` column first or not): {shown}")
+                    continue
+                self.width = len(cells)
+                continue
+            if isinstance(cells, str):
+                info.problem(line, f"not a row ({cells}); row skipped")
+                info.skipped += 1
+                continue
+            if len(cells) != self.width:
+                info.problem(line, f"{len(cells)} cells where the header has {self.width}"
+                             + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
+                info.cut_off = info.cut_off or unterminated
+                info.skipped += 1
+                continue
+            step = cells[-2]
+            if not (step.isascii() and step.isdigit() and len(step) <= 15):
+                info.problem(line, f"step: {quoted(step)} is not a step number; row skipped")
+                info.skipped += 1
+                continue
+            self.kept.append(line)
+            self.steps.append(step)
+            self.cells_of.append(cells)
+
+    def result(self) -> tuple[InputFile, pd.DataFrame, list[tuple[int, int, int]]]:
+        info, name, kept, width = self.info, self.name, self.kept, self.width
+        info.lines = self.lines
+        if self.no_header is not None:
+            line, why = self.no_header
+            info.problem(line, f"{why}; the {info.skipped} rows below it are not read")
+            return info, self.empty(), []
+        if not kept:
+            return info, self.empty(), []
+        table = np.array(self.cells_of, dtype=str).reshape(len(kept), width)
+        values, ok = parse_numbers(np.char.rstrip(table[:, -1], "\r"))
+        line_numbers = np.array(kept, dtype=np.int64)
+        for i in np.flatnonzero(~ok).tolist():
+            info.problem(int(line_numbers[i]), f"{name}: {quoted(str(table[i, -1]))} is not a number; row skipped")
+        info.skipped += int((~ok).sum())
+        info.records = int(ok.sum())
+        step_numbers = np.array(self.steps, dtype=np.int64)[ok]
+        line_numbers, values = line_numbers[ok], values[ok]
+        if width == 3:
+            stamps = _times(table[ok, 0], line_numbers, info)
+        else:
+            stamps = pa.nulls(len(values), pa.timestamp("us", tz="UTC"))
+        fell = np.flatnonzero(np.diff(step_numbers) <= 0) + 1
+        back = [(int(line_numbers[i]), int(step_numbers[i]), int(step_numbers[i - 1])) for i in fell.tolist()]
+        kind = "eval" if is_eval(name) else "train"
+        frame = metric_frame(info.path, line_numbers.tolist(), self.run, kind, step_numbers.tolist(), stamps, {name: pa.array(values)})
+        return info, frame, back
 
 
 def _times(cells: np.ndarray, lines: np.ndarray, info: InputFile) -> pa.Array:
@@ -349,7 +386,9 @@ def read_files(scan: Scan) -> None:
             members += [rel for rel in yamls if rel not in members and live_folder(rel, heads, folders) == folder]
             # Kept between builds while the folder's files are unchanged (ingest/cache.py).
             run = scan.read_one(folder, lambda folder, members=members, key=key: read_folder(scan.logs, folder, members, key),
-                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, members=members: members))
+                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, members=members: members,
+                                     resume=lambda folder, since, members=members, key=key:
+                                         read_folder_on(scan.logs, folder, members, key, since)))
             scan.add(run.reading)
             for rel in run.claimed:
                 scan.done(rel)

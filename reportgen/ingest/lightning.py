@@ -75,9 +75,6 @@ class MetricsCsv(LineRead):
         self.step_at = 0
         self.no_header: tuple[int, str] | None = None  # the first line that is not blank, and why it is no header
 
-    def keepable(self) -> bool:
-        return self.header is not None  # (None after a header that is no header: nothing below it is read)
-
     def result(self) -> tuple[InputFile, MetricRows, list[Evaluation]]:
         info = self.info
         info.lines = self.lines
