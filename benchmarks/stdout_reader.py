@@ -25,8 +25,9 @@ from pathlib import Path
 BAR = re.compile(r"^\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\s*\[")
 
 
-def write_stdout(path: Path, steps: int, every: int) -> None:
-    """A Trainer's console for `steps` steps: tqdm redraws every step, a dict every `every` steps."""
+def write_stdout(path: Path, steps: int, every: int, finished: bool = True) -> None:
+    """A Trainer's console for `steps` steps: tqdm redraws every step, a dict every `every` steps; the final
+    summary unless not `finished` (a run still training: its bar is the last thing drawn)."""
     clear = "\r" + " " * 46 + "\r"
     with open(path, "w", encoding="utf-8") as out:
         out.write("[INFO|trainer.py:1627] 2026-12-04 21:03:09,931 >>   Total optimization steps = "
@@ -45,7 +46,8 @@ def write_stdout(path: Path, steps: int, every: int) -> None:
                           f"\x1b[A{clear}\n{clear}\x1b[A{{'eval_loss': '{4.0 / (1 + step / 9000):.4g}', "
                           f"'eval_runtime': '0.1351', 'epoch': '{step / 64:.4g}'}}\n")
                 out.write(bar)
-        out.write(f"\n{clear}{{'train_runtime': '{steps / 4.77:.4g}', 'train_loss': '3.9', 'epoch': '{steps / 64:.4g}'}}\n")
+        if finished:
+            out.write(f"\n{clear}{{'train_runtime': '{steps / 4.77:.4g}', 'train_loss': '3.9', 'epoch': '{steps / 64:.4g}'}}\n")
 
 
 def _interval(seconds: float) -> str:

@@ -11,7 +11,9 @@ most), the page memo and the recall as the watcher keeps them (the cache in a fo
 empty at first): a first build (the cache is filled: what it costs a first build), then --repeats times:
 one metric line appended to one run's log and the site built again (the cache holds every other log and
 the grown one is read on from where it stopped; the pages of the runs and files that did not change are
-the memo's; so are the traces and paces of the runs whose rows did not change, kept by the recall). All
+the memo's; so are the traces and paces of the runs whose rows did not change, kept by the recall; the
+charts were drawn once after the first build, as the watcher draws them, so that the page workers forked at
+each build inherit the parts of plotly they import). All
 builds use the same jobs (the machine's cores). Target (issue: during the lot): a rebuild at most 10% of a
 whole build.
 
@@ -21,6 +23,14 @@ With --tensorboard STEPS the campaign is one run whose TensorBoard event file ho
 scalars, written with tensorboard's own record writer and protos (pip install tensorboard: reportgen does
 not use it), and what is appended before each rebuild is one more scalar record: the watcher reads the file
 on from where it stopped instead of reading it whole.
+
+    python benchmarks/watch_rebuild.py --console 200000   # one run's Trainer console instead
+
+With --console STEPS the campaign is one run whose captured stdout is a Trainer's console still training
+(stdout_reader's: tqdm's bar redrawn every step, a printed dict every 10 steps, an evaluation every 1,000),
+and what is appended before each rebuild is one more logging step: a printed dict and the bar redrawn after
+it, the bar's line left without its newline as tqdm leaves it. The watcher scans the console on from the end
+of its last complete line.
 """
 
 from __future__ import annotations
@@ -52,6 +62,29 @@ def tensorboard_campaign(root: Path, steps: int) -> Path:
     return logs
 
 
+CONSOLE = "train.log"
+CONSOLE_STEPS = [0]  # the console's steps, for the bars appended after them
+
+
+def console_campaign(root: Path, steps: int) -> Path:
+    """One run, `v-long`, whose captured stdout is a Trainer console of `steps` steps, still training."""
+    from stdout_reader import write_stdout
+
+    logs = root / f"console-{steps}"
+    (logs / "v-long").mkdir(parents=True)
+    write_stdout(logs / "v-long" / CONSOLE, steps, 10, finished=False)
+    CONSOLE_STEPS[0] = steps
+    return logs
+
+
+def append_console(logs: Path, n: int) -> None:
+    """One logging step more: tqdm clears its bar, the Trainer prints its dict, tqdm draws the bar again."""
+    steps = CONSOLE_STEPS[0]
+    with (logs / "v-long" / CONSOLE).open("a", encoding="utf-8") as handle:
+        handle.write(f"\r{' ' * 46}\r{{'loss': '{1.0 / n:.4g}', 'grad_norm': '0.5', 'learning_rate': '1e-05', "
+                     f"'epoch': '{steps / 64:.4g}'}}\n\r 99%|█████████▉| {steps - 1}/{steps} [1:00:00<00:01,  4.77it/s]")
+
+
 def append_line(logs: Path, n: int) -> None:
     """One metric line more at the end of the first run's native event log."""
     log = sorted(logs.rglob("events.jsonl"))[0]
@@ -80,14 +113,16 @@ def rebuilds(logs: Path, plan: Path, out: Path, repeats: int, append: Callable[[
     from reportgen.ingest.cache import open_cache
     from reportgen.parallel import cores
     from reportgen.recall import Recall
+    from reportgen.render import charts
     from reportgen.render.memo import PageMemo
     from reportgen.watch import WRITE_EVERY
 
     # The parse cache, the pages and the work of the last build, as the watcher holds them.
     cache, memo, recall = open_cache(logs, write_every=WRITE_EVERY), PageMemo(), Recall()
     started = time.perf_counter()
-    build(logs, plan, out, jobs=cores(), cache=cache, memo=memo, recall=recall)
+    built = build(logs, plan, out, jobs=cores(), cache=cache, memo=memo, recall=recall)
     first = time.perf_counter() - started
+    charts.warm(built.report)  # as the watcher does after its first build
     times = []
     for n in range(1, repeats + 1):
         append(logs, n)
@@ -102,15 +137,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tensorboard", type=int, metavar="STEPS", help="one run's TensorBoard file of STEPS steps")
+    parser.add_argument("--console", type=int, metavar="STEPS", help="one run's Trainer console of STEPS steps")
     parser.add_argument("--child", nargs=3, metavar=("LOGS", "PLAN", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         append = append_record if args.tensorboard else append_line
+        if args.console:
+            append, CONSOLE_STEPS[0] = append_console, args.console
         print(json.dumps(rebuilds(Path(args.child[0]), Path(args.child[1]), Path(args.child[2]), args.repeats, append)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        logs = tensorboard_campaign(root, args.tensorboard) if args.tensorboard else campaign(root, args.runs)
+        if args.console:
+            logs = console_campaign(root, args.console)
+            mib = (logs / "v-long" / CONSOLE).stat().st_size / 2**20
+        else:
+            logs = tensorboard_campaign(root, args.tensorboard) if args.tensorboard else campaign(root, args.runs)
         plan = write_plan(root / "plan.yaml")
         whole = []
         for _ in range(args.repeats):
@@ -119,15 +161,17 @@ def main() -> None:
                             "--no-cache"], check=True)
             whole.append(time.perf_counter() - started)
         out = subprocess.run([sys.executable, __file__, "--repeats", str(args.repeats), "--tensorboard", str(args.tensorboard or 0),
-                              "--child", str(logs), str(plan), str(root / "watched")], check=True, capture_output=True, text=True,
+                              "--console", str(args.console or 0), "--child", str(logs), str(plan), str(root / "watched")], check=True, capture_output=True, text=True,
                              env={**os.environ, "XDG_CACHE_HOME": str(root / "cache")})
         first, again = json.loads(out.stdout)
     full, rebuild = statistics.median(whole), statistics.median(again)
     what = f"one run's TensorBoard file of {args.tensorboard:,} steps" if args.tensorboard else f"{args.runs} runs"
+    if args.console:
+        what = f"one run's Trainer console of {args.console:,} steps ({mib:.1f} MiB)"
     print(f"{what}, {os.cpu_count()} cores, median of {args.repeats}")
     print(f"  reportgen build --no-cache (its own process) {full:7.2f} s   1.00")
     print(f"  first build, filling the cache (watching)   {first:7.2f} s   {first / full:4.2f}")
-    added = "record" if args.tensorboard else "line"
+    added = "record" if args.tensorboard else ("step" if args.console else "line")
     print(f"  rebuild after one appended {added} (watching) {rebuild:7.2f} s   {rebuild / full:4.2f}   (target 0.10)")
     print(f"  builds: {', '.join(f'{t:.2f}' for t in whole)}; rebuilds: {', '.join(f'{t:.2f}' for t in again)}")
 

@@ -23,6 +23,7 @@ from reportgen.build import build
 from reportgen.errors import ReportgenError
 from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.recall import Recall
+from reportgen.render import charts
 from reportgen.render.memo import PageMemo
 from reportgen.render.output import check_output
 from reportgen.serve import Builds, start_server
@@ -85,6 +86,7 @@ class Watch:
     parse_cache: ParseCache | None = None  # that cache, held from build to build (opened at the first)
     memo: PageMemo = field(default_factory=PageMemo)  # the pages of the last build (render/memo.py)
     recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
+    warmed: bool = False  # the charts drawn once here, so that the page workers forked at each build need not import plotly's parts
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
 
 
@@ -184,6 +186,9 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
         say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
         return time.monotonic() - started
     builds.zone = built.analysis.schedule.window.start.tzinfo  # the site's: its first lot's start
+    if not watch.warmed:
+        charts.warm(built.report)
+        watch.warmed = True
     clock = f"{now.astimezone(builds.zone):%H:%M:%S}"
     builds.built()
     report = built.report

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -109,9 +111,11 @@ class Watching:
 def test_a_line_appended_to_a_log_builds_the_site_again(tmp_path, poll):
     logs = copied_logs(tmp_path)
     site = tmp_path / "site"
-    watching = Watching(Watch(logs, logs / "plan.yaml", site, interval=0.2, poll=poll))
+    watch = Watch(logs, logs / "plan.yaml", site, interval=0.2, poll=poll)
+    watching = Watching(watch)
     try:
         watching.version(1)
+        assert watch.warmed  # the charts drawn once in the watcher, before its page workers fork again
         first = json.loads((site / "report.json").read_text(encoding="utf-8"))
         log = logs / "runs" / "control-1" / "events.jsonl"
         with log.open("a", encoding="utf-8") as out:
@@ -123,6 +127,31 @@ def test_a_line_appended_to_a_log_builds_the_site_again(tmp_path, poll):
         assert any("changed: runs/control-1/events.jsonl: built" in line for line in watching.said), watching.said
     finally:
         watching.close()
+
+
+def test_drawing_the_charts_once_imports_every_part_of_plotly_a_later_drawing_needs(tmp_path):
+    """What the watcher's warming buys: once the campaign's charts have been drawn in a process, drawing them
+    again imports nothing more (so page workers forked after it import nothing at each build)."""
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "reportgen", "build", str(SAMPLE_LOGS), str(SAMPLE_LOGS / "plan.yaml"), "-o", str(site),
+                    "-q"], check=True)
+    code = f"""
+import json, sys
+from reportgen.render import charts
+report = json.load(open({str(site / "report.json")!r}, encoding="utf-8"))
+def plotly_modules():
+    return {{name for name in sys.modules if name.startswith("plotly.graph_objs.")}}
+before = plotly_modules()
+charts.warm(report)
+warmed = plotly_modules()
+charts.schedule_gantt(report["schedule"], report.get("clock"))
+charts.variance_waterfall(report["schedule"])
+charts.interval_chart(report["checkpoints"]["interval"])
+charts.estimates_chart(report["estimates"])
+print(json.dumps([len(warmed - before), sorted(plotly_modules() - warmed)]))
+"""
+    imported, later = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+    assert imported > 10 and later == []
 
 
 def test_a_build_that_fails_keeps_the_last_good_site_and_says_why(tmp_path):

@@ -40,6 +40,18 @@ def figure_json(figure: dict) -> str:
     return json.dumps(figure, sort_keys=True, separators=(",", ":")).replace("<", "\\u003c")
 
 
+def warm(report: dict) -> None:
+    """Draw a report's campaign charts, for nothing but what drawing them imports: plotly imports each trace type
+    and layout part the first time a figure uses it, so a long-lived process whose page workers are forked at
+    every build (the watcher) imports them once, here, and its workers inherit them (instead of each worker
+    importing them again at every build)."""
+    schedule = report["schedule"]
+    schedule_gantt(schedule, report.get("clock"))
+    variance_waterfall(schedule)
+    interval_chart(report["checkpoints"]["interval"])
+    estimates_chart(report["estimates"])
+
+
 def _to_dict(fig: go.Figure) -> dict:
     return json.loads(pio.to_json(fig, validate=True, engine="json"))
 
