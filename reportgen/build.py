@@ -56,7 +56,7 @@ def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs:
 def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, now: datetime | None,
              cache: bool | ParseCache, recall: Recall | None) -> Built:
     with during(f"reading the plan {plan_path}"):
-        current = load_plan(plan_path)
+        current = load_plan(plan_path, recall)
     check_logs(logs)
     with during(f"reading the frozen plan in {logs}"):
         frozen = read_freeze(logs)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from conftest import SAMPLE_LOGS
 
 from reportgen.analysis.variance import RunTiming, training_paces
 from reportgen.ingest.identity import _traces
@@ -115,3 +116,24 @@ def test_a_pace_is_worked_out_again_when_its_timing_changed_though_its_rows_did_
     assert training_paces(campaign, [(cut, lo, hi)], recall=recall)[0].steps == 20
     assert training_paces(campaign, [(plain, lo, hi)])[0] == first  # the same pace as without the recall
     assert Evidence("runs/r1/events.jsonl", 1) in first.evidence
+
+
+def test_the_plan_is_parsed_again_only_when_its_text_changed(tmp_path, monkeypatch):
+    """The watcher's builds read the plan at each build: its YAML is parsed once while the text is the same; an
+    edit (counter-example) is parsed again."""
+    from reportgen.plan import load
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_bytes((SAMPLE_LOGS / "plan.yaml").read_bytes())
+    parsed = []
+    real = load._parse_yaml
+    monkeypatch.setattr(load, "_parse_yaml", lambda path, text: parsed.append(text) or real(path, text))
+    recall = Recall()
+    first = load.load_plan(plan, recall)
+    recall.settle()
+    again = load.load_plan(plan, recall)
+    recall.settle()
+    assert len(parsed) == 1 and again.plan == first.plan == load.load_plan(plan).plan
+    plan.write_text("# edited\n" + plan.read_text(encoding="utf-8"), encoding="utf-8")
+    load.load_plan(plan, recall)
+    assert len(parsed) == 3  # the edited plan parsed (and the plain load above)

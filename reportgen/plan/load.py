@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import types
@@ -23,6 +24,7 @@ from reportgen.plan.schema import (  # KeyPath is schema's; importable from here
     format_key,
     gpu_names,
 )
+from reportgen.recall import Recall, digest, each
 
 
 @dataclass(frozen=True)
@@ -308,22 +310,25 @@ def _find_cycle(steps: list[tuple[int, dict]]) -> list[str] | None:
     return None
 
 
-def load_plan(path: str | Path) -> LoadedPlan:
-    """Read and validate a plan; raise PlanError listing every problem with its line."""
+def load_plan(path: str | Path, recall: Recall | None = None) -> LoadedPlan:
+    """Read and validate a plan; raise PlanError listing every problem with its line. With `recall` (held by the
+    watcher), the YAML of a plan unchanged since the last build is not parsed again."""
     path = Path(path)
     raw, text = _read_text(path)
-    return parse_plan(path, raw, text)
+    return parse_plan(path, raw, text, recall)
 
 
-def parse_plan(path: Path, raw: bytes, text: str) -> LoadedPlan:
+def parse_plan(path: Path, raw: bytes, text: str, recall: Recall | None = None) -> LoadedPlan:
     try:
-        return _parse_plan(path, raw, text)
+        return _parse_plan(path, raw, text, recall)
     except RecursionError:
         raise PlanError(str(path), [f"{path}: nested too deeply to be a plan"]) from None
 
 
-def _parse_plan(path: Path, raw: bytes, text: str) -> LoadedPlan:
-    data, lines = _parse_yaml(path, text)
+def _parse_plan(path: Path, raw: bytes, text: str, recall: Recall | None) -> LoadedPlan:
+    parsed = each(recall, "plan", [text], lambda text: digest(str(path), text),
+                  lambda texts: [_parse_yaml(path, text) for text in texts])[0]
+    data, lines = copy.deepcopy(parsed) if recall is not None else parsed  # what is recalled is never changed
     if not isinstance(data, dict):
         raise PlanError(str(path), [f"{path}:1: the plan must be a mapping of sections (campaign, corpus, ...)"])
     errors: list[tuple[int, str]] = []
