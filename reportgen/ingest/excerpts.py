@@ -35,7 +35,11 @@ def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
 def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
     """Each cited record of a binary file as reportgen read it: its step and values, or why it was skipped."""
     frame = campaign.metrics
-    rows = frame[(frame["path"] == rel) & frame["line"].isin(wanted)] if len(frame) else frame
+    if len(frame):  # the cited lines first (a few rows), then their file: a long run's rows are compared once, by number
+        rows = frame[frame["line"].isin(wanted).to_numpy(dtype=bool, na_value=False)]
+        rows = rows[(rows["path"] == rel).to_numpy(dtype=bool, na_value=False)]
+    else:
+        rows = frame
     names = campaign.metric_names()
     problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
     spelled = campaign.spellings.get(rel, {})  # a tag read under the run's own name is shown as written
