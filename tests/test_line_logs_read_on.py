@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from reportgen.ingest import dvclive, ingest, lightning, torchtune
+from reportgen.ingest import dvclive, ingest, lightning, llamafactory, torchtune
 from reportgen.ingest.cache import open_cache
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -385,3 +386,83 @@ def test_a_dvclive_row_being_written_is_read_as_cut_off_while_it_is_and_as_a_row
     path.write_bytes(data)
     (info, frame, _back), _ = dvclive._read_tsv(path, path.name, "r", "loss", since, keep=True)
     assert not info.cut_off and not info.problems and len(frame) == lines - 1
+
+
+LLAMA = FIXTURES / "llamafactory" / "saves" / "tiny-gpt2" / "lora"
+TRAINER_LOGS = sorted(LLAMA.glob("*/trainer_log.jsonl"))
+START = datetime(2026, 12, 4, 21, 0, tzinfo=UTC)
+
+
+def trainer_log(path: Path, since=None, keep: bool = True) -> tuple:
+    (info, rows, progress), kept = llamafactory.read_trainer_log_on(path, path.name, "r", START, since, keep)
+    return (info, [rows.frame()], progress), kept
+
+
+def same_trainer_log(a: tuple, b: tuple) -> None:
+    (info_a, frames_a, progress_a), (info_b, frames_b, progress_b) = a, b
+    pd.testing.assert_frame_equal(frames_a[0], frames_b[0])
+    assert info_a == info_b and progress_a == progress_b
+
+
+def restarted(tmp_path: Path) -> bytes:
+    """train-clean's log with a second process's lines appended (LogCallback's clock starts again): LLaMA-Factory's
+    own lines, train-killed's, as a resume appends them."""
+    return (LLAMA / "train-clean" / "trainer_log.jsonl").read_bytes() + (LLAMA / "train-killed" / "trainer_log.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("source", [*TRAINER_LOGS, "restarted"], ids=lambda p: p if isinstance(p, str) else p.parent.name)
+def test_a_llamafactory_trainer_log_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """The same for LLaMA-Factory's trainer_log.jsonl (LogCallback's lines), a second process's lines and all: the
+    rows of the first are untimed however the log was cut."""
+    data = restarted(tmp_path) if source == "restarted" else source.read_bytes()
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_bytes(data)
+    expected = trainer_log(path, keep=False)[0]
+    if source == "restarted":  # the first process's rows (train-clean's) untimed, the second's timed
+        frame = expected[1][0]
+        first_process = int((frame["line"] <= (LLAMA / "train-clean" / "trainer_log.jsonl").read_bytes().count(b"\n")).sum())
+        assert "restart" in expected[2] and 0 < first_process < len(frame)
+        assert frame["ts"].isna().tolist() == [True] * first_process + [False] * (len(frame) - first_process)
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = trainer_log(path)
+        same_trainer_log(first, trainer_log(path, keep=False)[0])
+        tail = data[:cut].rsplit(b"\n", 1)[-1]
+        if tail.strip() and not tail.rstrip().endswith(b"}"):  # a line cut mid-object: its writer stopped
+            assert first[0].cut_off and first[0].problems[-1].message.startswith("the last line is cut off")
+        if since is None:
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert kept_state(since) == kept_state(trainer_log(path)[1])
+        path.write_bytes(data)
+        again, after = trainer_log(path, since)
+        same_trainer_log(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def test_a_llamafactory_folder_whose_trainer_log_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
+    logs = tmp_path / "llamafactory"
+    shutil.copytree(FIXTURES / "llamafactory", logs)
+    ingest(logs, cache=open_cache(logs))
+    grown = logs / "saves" / "tiny-gpt2" / "lora" / "train-killed" / "trainer_log.jsonl"
+    data = grown.read_bytes()
+    with grown.open("ab") as handle:
+        handle.write(b'{"current_steps": 25, "total_steps": 30, "loss": 0.125, "lr": 0.001, "epoch": 0.39, '
+                     b'"percentage": 83.33, "elapsed_time": "0:00:09", "remaining_time": "0:00:02"}\n')
+    warm = open_cache(logs)
+    fed = []
+    real = llamafactory.TrainerLog.feed
+    monkeypatch.setattr(llamafactory.TrainerLog, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((self.info.path, text.count(b"\n"), first)) or real(self, text, first, unterminated))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    assert warm.reads == 1 and fed == [(grown.relative_to(logs).as_posix(), 1, data.count(b"\n") + 1)]
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
+    new = got.metrics[got.metrics["path"] == grown.relative_to(logs).as_posix()].iloc[-1]
+    assert (new["line"], new["step"], new["loss"]) == (data.count(b"\n") + 1, 25, 0.125)

@@ -5,7 +5,8 @@ A reader that reads its files one by one (`Scan.read_ahead`) keeps what it made 
 the file's signature: its size, modification time, inode, and a digest of its first and last 64 KB.
 A file whose signature is unchanged is not read again: what was kept is loaded instead. A reader that
 can read a log on from where it stopped (the native event log, a TensorBoard event file, a console log, and
-the line logs read through common.read_lines: Lightning's metrics.csv, torchtune's and DVCLive's) also keeps what
+the line logs read through common.read_lines: Lightning's metrics.csv, torchtune's, DVCLive's and LLaMA-Factory's
+trainer_log.jsonl) also keeps what
 it needs to (`state`), and a log that has only grown since is read from there; `grown` checks that the
 bytes it read before are still there (the same first and last 64 KB before where it stopped) before they
 are trusted.
@@ -118,25 +119,26 @@ def grown(path: Path, since: ReadTo, budget: int) -> tuple[bytes, bytes, bytes] 
 
 @dataclass
 class Appended:
-    """What a text log that has only grown holds past where it was last read to: its new complete lines (each
+    """What a line log that has only grown holds past where it was last read to: its new complete lines (each
     ended by a newline), the last line when it has no newline yet, and where its complete lines end now."""
 
-    complete: str
-    tail: str
+    complete: str | bytes
+    tail: str | bytes
     at: ReadTo
 
 
-def appended(path: Path, since: ReadTo, budget: int) -> Appended | None:
-    """The lines appended to a UTF-8 text log since it was read to `since` (see `grown`); None when it is to be
-    read whole: it did more than grow, or what it grew by is not UTF-8 text (a character not written whole
-    yet, say: read whole, the log says so as a whole read does)."""
+def appended(path: Path, since: ReadTo, budget: int, text: bool = True) -> Appended | None:
+    """The lines appended to a line log since it was read to `since` (see `grown`), as UTF-8 text (as bytes
+    when not `text`: a log read line by line whose lines are decoded one by one); None when it is to be read
+    whole: it did more than grow, or what it grew by is not UTF-8 text (a character not written whole yet, say:
+    read whole, the log says so as a whole read does)."""
     found = grown(path, since, budget)
     if found is None:
         return None
     head, before, more = found
     body = more.rfind(b"\n") + 1
     try:
-        complete, tail = more[:body].decode("utf-8"), more[body:].decode("utf-8")
+        complete, tail = (more[:body].decode("utf-8"), more[body:].decode("utf-8")) if text else (more[:body], more[body:])
     except UnicodeDecodeError:
         return None
     return Appended(complete, tail, ReadTo.of(path, since.end + body, head + more[:EDGE], before + more[max(0, body - EDGE):body]))

@@ -50,10 +50,10 @@ class LineRead:
         self.lines = 0  # lines read
         self.at: ReadTo | None = None  # where the complete lines end in the file, and what says it still holds them
 
-    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
-        """Read the lines of `text`, the first numbered `first`; `unterminated`: it is the file's last line, and
-        has no newline (a writer stopped mid-line, or one still writing it). A read fed texts in turn reads as
-        one fed their concatenation."""
+    def feed(self, text: str | bytes, first: int, unterminated: bool = False) -> None:
+        """Read the lines of `text` (bytes for a read_lines not of `text`), the first numbered `first`;
+        `unterminated`: it is the file's last line, and has no newline (a writer stopped mid-line, or one still
+        writing it). A read fed texts in turn reads as one fed their concatenation."""
         raise NotImplementedError
 
     def keepable(self) -> bool:
@@ -64,27 +64,28 @@ class LineRead:
 Read = TypeVar("Read", bound=LineRead)
 
 
-def read_lines(path: Path, read: Read, since: Read | None, not_text: str, budget: int | None = None, what: str = "lines",
-               keep: bool = True) -> tuple[Read | None, Read | None]:
+def read_lines(path: Path, read: Read, since: Read | None, not_text: str | None, budget: int | None = None,
+               what: str = "lines", keep: bool = True) -> tuple[Read | None, Read | None]:
     """A line log's lines fed to `since` (what an earlier read kept) from where it stopped, when the log has only
     grown since, else all of them to `read` (a new read); the last line, when it has no newline yet, is fed last,
-    on a copy when what is read is kept. Returns the read of every line (None when the log is not UTF-8 text: a
-    problem on `read.info` says so) and what to keep to read on from next time (None: a log to read whole then,
-    cut by the budget say)."""
+    on a copy when what is read is kept. The lines are fed as UTF-8 text, or as bytes when `not_text` is None (a
+    reader that decodes each line itself). Returns the read of every line (None when the log is not UTF-8 text:
+    a problem on `read.info` says so, `not_text`) and what to keep to read on from next time (None: a log to read
+    whole then, cut by the budget say)."""
     budget = LOG_BUDGET if budget is None else budget
-    more = None if since is None else cache.appended(path, since.at, budget)
+    more = None if since is None else cache.appended(path, since.at, budget, text=not_text is not None)
     if more is not None:
         since.feed(more.complete, since.lines + 1)
         since.at, read, tail, kept = more.at, since, more.tail, since
     else:
         noted = len(read.info.problems)
         data = read_log(path, read.info, budget, what)
-        text = decode_text(data)
+        text = data if not_text is None else decode_text(data)
         if text is None:
             read.info.problem(None, not_text)
             return None, None
         whole = len(read.info.problems) == noted  # not cut by the budget: its end was read
-        cut = text.rfind("\n") + 1
+        cut = text.rfind(b"\n" if not_text is None else "\n") + 1
         read.feed(text[:cut], 1)
         read.at, tail = cache.read_to_lines(path, data), text[cut:]
         kept = read if keep and whole and read.keepable() else None

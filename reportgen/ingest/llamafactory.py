@@ -29,12 +29,14 @@ from reportgen.ingest.common import (
     LATEST,
     MAX_COUNT,
     TEXT_BUDGET,
+    LineRead,
     MetricRows,
     Reading,
     decode_text,
     duration_problem,
     is_number,
     quoted,
+    read_lines,
     read_log,
     read_mapping,
     row_kind,
@@ -132,7 +134,15 @@ class _Clock:
 
 
 def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaFactoryRun:
-    """The LLaMA-Factory files among `members` (paths under LOGS) of `folder`, as the run `key`.
+    """The LLaMA-Factory files among `members` (paths under LOGS) of `folder`, as the run `key` (read_folder_on)."""
+    return read_folder_on(logs, folder, members, key, None, keep=False)[0]
+
+
+def read_folder_on(logs: Path, folder: str, members: list[str], key: str, since: dict[str, TrainerLog] | None,
+                   keep: bool = True) -> tuple[LlamaFactoryRun, dict[str, TrainerLog]]:
+    """The LLaMA-Factory files among `members` (paths under LOGS) of `folder`, as the run `key`; trainer_log.jsonl
+    read on from where the last read of the folder stopped (`since`, kept by the parse cache) when LogCallback has
+    only appended to it, with what to keep of it now. The folder's other files are read whole.
 
     Steps are `current_steps`; a row's time is the training start (running_log.txt's "***** Running
     training *****" line, else its first line) plus its `elapsed_time`, when running_log.txt gives a
@@ -147,13 +157,16 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaF
     facts = RunFacts(run=key, format=FORMAT, evidence=Evidence(trainer_log or running or args_file or folder or "."))
     clock = _Clock()
     progress: dict = {}
+    kept: dict[str, TrainerLog] = {}
     if running is not None:
         info, clock = read_running_log(logs / running, running)
         reading.inputs.append(info)
         claimed.append(running)
     if trainer_log is not None:
         start = (clock.training or clock.first or (None, None))[1]
-        info, rows, progress = read_trainer_log(logs / trainer_log, trainer_log, key, start)
+        (info, rows, progress), read = read_trainer_log_on(logs / trainer_log, trainer_log, key, start,
+                                                           (since or {}).get(trainer_log), keep)
+        kept = {trainer_log: read} if read is not None else {}
         reading.inputs.append(info)
         reading.frames.append(rows.frame())
         claimed.append(trainer_log)
@@ -186,7 +199,7 @@ def read_folder(logs: Path, folder: str, members: list[str], key: str) -> LlamaF
         if facts.ended_at is not None and clock.last is not None:
             reading.events.append(RunFacts(run=key, format=FORMAT, evidence=Evidence(running, clock.last[0]),
                                            ended_at=facts.ended_at))
-    return LlamaFactoryRun(reading, facts, claimed)
+    return LlamaFactoryRun(reading, facts, claimed), kept
 
 
 def _predict_results(logs: Path, names: dict[str, str], key: str, clock: _Clock, reading: Reading,
@@ -306,46 +319,75 @@ def read_trainer_log(path: Path, rel: str, run: str, start: datetime | None) -> 
     """trainer_log.jsonl: one metric row per line that has a metric (kind by is_eval: eval_loss rows are
     eval rows); a line with progress only counts as a record. The dict says how far training got:
     "last" (line, current_steps, total_steps of the last training line), first/last step, "restart"."""
-    info = InputFile(rel, FORMAT)
-    rows = MetricRows(rel)
-    raw = read_log(path, info)
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    info.lines = len(lines)
-    progress: dict = {}
-    previous_elapsed: float | None = None
-    for number, data in enumerate(lines, start=1):
-        if not data.strip():
-            info.blank += 1
-            continue
-        entry, why = _entry(data)
-        if entry is None:
-            cut = number == len(lines) and not raw.endswith(b"\n")  # the last line cut off mid-object: its writer was stopped
-            info.problem(number, ("the last line is cut off: " if cut else "") + (why or "not a LogCallback record"))
-            info.skipped += 1
-            info.cut_off = info.cut_off or cut
-            continue
-        steps, total = entry["current_steps"], entry.get("total_steps")
-        elapsed = _elapsed(entry.get("elapsed_time"))
-        if elapsed is not None and previous_elapsed is not None and elapsed < previous_elapsed:
-            # LogCallback restarts its clock in each process: an appended log holds another process from here.
-            progress["restart"] = (f"line {number}'s elapsed_time goes back ({_hms(previous_elapsed)} to {_hms(elapsed)}): "
-                                   "another process appended from there; only the last process's rows are timed")
-            rows = _untimed(rows)
-        previous_elapsed = elapsed if elapsed is not None else previous_elapsed
-        values = {METRICS[k]: _number(v) for k, v in entry.items() if k in METRICS and is_number(v)}
-        info.records += 1
-        progress["any"] = (number, steps, _count(total))
-        if any(k in entry for k in TRAINING_FIELDS):
-            total = _count(total)
-            progress["last"] = (number, steps, total)
-            progress["first_step"] = min(progress.get("first_step", steps), steps)
-            progress["last_step"] = max(progress.get("last_step", steps), steps)
-        if any(name != "epoch" for name in values):
-            at = start + timedelta(seconds=elapsed) if start is not None and elapsed is not None else None
-            rows.add(run, row_kind(list(values)), steps, number, at if at is None or at < LATEST else None, values)
-    return info, rows, progress
+    return read_trainer_log_on(path, rel, run, start, keep=False)[0]
+
+
+def read_trainer_log_on(path: Path, rel: str, run: str, start: datetime | None, since: TrainerLog | None = None,
+                        keep: bool = True) -> tuple[tuple[InputFile, MetricRows, dict], TrainerLog | None]:
+    """read_trainer_log, on from `since` when LogCallback has only appended lines since, else whole; with what to
+    keep to read on from next time (common.read_lines). Either way the file reads as it does whole."""
+    read, kept = read_lines(path, TrainerLog(rel, run), since, None, keep=keep)
+    return read.result(start), kept
+
+
+class TrainerLog(LineRead):
+    """trainer_log.jsonl read line by line: its rows so far (untimed: a row's time is the training start, which
+    running_log.txt gives, plus its elapsed_time, put on when the rows are given), counts, problems and progress."""
+
+    def __init__(self, rel: str, run: str) -> None:
+        super().__init__(InputFile(rel, FORMAT))
+        self.run = run
+        self.rows = MetricRows(rel)
+        self.elapsed: list[float | None] = []  # each row's elapsed_time
+        self.timed_from = 0  # the first row of the last process (the rows before it are an earlier process's: untimed)
+        self.progress: dict = {}
+        self.previous_elapsed: float | None = None
+
+    def feed(self, text: bytes, first: int, unterminated: bool = False) -> None:
+        info, progress = self.info, self.progress
+        lines = text.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        for number, data in enumerate(lines, start=first):
+            self.lines = number
+            if not data.strip():
+                info.blank += 1
+                continue
+            entry, why = _entry(data)
+            if entry is None:  # a last line cut off mid-object: its writer was stopped
+                info.problem(number, ("the last line is cut off: " if unterminated else "") + (why or "not a LogCallback record"))
+                info.skipped += 1
+                info.cut_off = info.cut_off or unterminated
+                continue
+            steps, total = entry["current_steps"], entry.get("total_steps")
+            elapsed = _elapsed(entry.get("elapsed_time"))
+            if elapsed is not None and self.previous_elapsed is not None and elapsed < self.previous_elapsed:
+                # LogCallback restarts its clock in each process: an appended log holds another process from here.
+                progress["restart"] = (f"line {number}'s elapsed_time goes back ({_hms(self.previous_elapsed)} to "
+                                       f"{_hms(elapsed)}): another process appended from there; only the last process's rows are timed")
+                self.timed_from = len(self.rows)
+            self.previous_elapsed = elapsed if elapsed is not None else self.previous_elapsed
+            values = {METRICS[k]: _number(v) for k, v in entry.items() if k in METRICS and is_number(v)}
+            info.records += 1
+            progress["any"] = (number, steps, _count(total))
+            if any(k in entry for k in TRAINING_FIELDS):
+                total = _count(total)
+                progress["last"] = (number, steps, total)
+                progress["first_step"] = min(progress.get("first_step", steps), steps)
+                progress["last_step"] = max(progress.get("last_step", steps), steps)
+            if any(name != "epoch" for name in values):
+                self.rows.add(self.run, row_kind(list(values)), steps, number, None, values)
+                self.elapsed.append(elapsed)
+
+    def result(self, start: datetime | None) -> tuple[InputFile, MetricRows, dict]:
+        """The rows timed from `start` (the last process's rows: its start plus their elapsed_time)."""
+        self.info.lines = self.lines
+        if start is not None:
+            for row in range(self.timed_from, len(self.rows)):
+                if (elapsed := self.elapsed[row]) is not None:
+                    at = start + timedelta(seconds=elapsed)
+                    self.rows.ts[row] = at if at < LATEST else None
+        return self.info, self.rows, self.progress
 
 
 def _entry(data: bytes) -> tuple[dict | None, str | None]:
@@ -389,12 +431,6 @@ def _hms(seconds: float) -> str:
     return str(timedelta(seconds=int(seconds)))
 
 
-def _untimed(rows: MetricRows) -> MetricRows:
-    """The rows so far without their times: they belong to an earlier process, whose start is unknown."""
-    rows.ts = [None] * len(rows.ts)
-    return rows
-
-
 # --- the reader's scan steps -----------------------------------------------------------------
 
 def _folders(scan: Scan) -> list[str]:
@@ -421,7 +457,9 @@ def read_files(scan: Scan) -> None:
             # Kept between builds while the folder's own files (those read_folder reads from) are unchanged.
             own = [rel for rel in members if "/" not in rel[len(prefix):]]
             run = scan.read_one(folder, lambda folder, members=members, key=key: read_folder(scan.logs, folder, members, key),
-                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, own=own: own))
+                                Kept(FORMAT, context=lambda _folder, key=key: key, members=lambda _folder, own=own: own,
+                                     resume=lambda folder, since, members=members, key=key:
+                                         read_folder_on(scan.logs, folder, members, key, since)))
             run.reading.events.append(run.facts)
             scan.add(run.reading)
             for rel in run.claimed:
