@@ -1,11 +1,12 @@
 """Line logs their writer appends to are read on from where the last read stopped (kept by the parse cache):
-metrics.csv files written by Lightning's CSVLogger and torchtune's DiskLogger files
-(tests/fixtures/make_fixtures.py) read on from any point read as they do whole, nothing read twice and nothing
-lost; a file that did more than grow (CSVLogger writes the file again, header and all, when a new metric
-appears) is read whole.
+metrics.csv files written by Lightning's CSVLogger, torchtune's DiskLogger files, DVCLive's metric files,
+LLaMA-Factory's trainer_log.jsonl and an MLflow file store's metric files (tests/fixtures/make_fixtures.py)
+read on from any point read as they do whole, nothing read twice and nothing lost; a file that did more than
+grow (CSVLogger writes the file again, header and all, when a new metric appears) is read whole.
 
 The rows appended here are written by hand in the layout of the file they are appended to (its own header's
-columns, DiskLogger's `Step N | name:value`): the files themselves are the libraries'."""
+columns, DiskLogger's `Step N | name:value`, LogCallback's JSON lines, MLflow's `timestamp value step`): the
+files themselves are the libraries'."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.ingest import dvclive, ingest, lightning, llamafactory, torchtune
+from reportgen.ingest import (
+    common,
+    dvclive,
+    ingest,
+    lightning,
+    llamafactory,
+    mlflow,
+    torchtune,
+)
 from reportgen.ingest.cache import open_cache
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -466,3 +475,66 @@ def test_a_llamafactory_folder_whose_trainer_log_grew_reads_it_on_and_as_a_build
     assert got.runs == expected.runs and got.inputs == expected.inputs
     new = got.metrics[got.metrics["path"] == grown.relative_to(logs).as_posix()].iloc[-1]
     assert (new["line"], new["step"], new["loss"]) == (data.count(b"\n") + 1, 25, 0.125)
+
+
+MLRUNS = FIXTURES / "formats" / "mlruns"
+MLFLOW_METRICS = sorted(p for p in MLRUNS.rglob("metrics/*") if p.is_file())
+
+
+def mlflow_metric(path: Path, key: str, since=None, keep: bool = True) -> tuple:
+    read, kept = common.read_lines(path, mlflow.MetricFile(path.name, "r", key), since, "not text", keep=keep)
+    read.info.lines = read.lines
+    return (read.info, [read.rows.frame()], plain(read.events)), kept
+
+
+@pytest.mark.parametrize("source", MLFLOW_METRICS, ids=lambda p: f"{p.parts[-3][:6]}/{p.name}")
+def test_an_mlflow_metric_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """The same for the MLflow file store's metric files (`timestamp value step` lines, appended by log_metric)."""
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    path.write_bytes(data)
+    expected = mlflow_metric(path, source.name, keep=False)[0]
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = mlflow_metric(path, source.name)
+        same_trainer_log(first, mlflow_metric(path, source.name, keep=False)[0])
+        tail = data[:cut].rsplit(b"\n", 1)[-1]
+        if len(tail.split()) == 1:  # a line cut before its value
+            assert first[0].problems[-1].message.endswith("; the last line is cut off")
+        if since is None:
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert kept_state(since) == kept_state(mlflow_metric(path, source.name)[1])
+        path.write_bytes(data)
+        again, after = mlflow_metric(path, source.name, since)
+        same_trainer_log(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def test_an_mlflow_run_folder_whose_metric_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
+    logs = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, logs)
+    ingest(logs, cache=open_cache(logs))
+    grown = sorted(logs.rglob("metrics/loss"))[0]
+    data = grown.read_text(encoding="utf-8")
+    stamp, _value, step = data.splitlines()[-1].split()
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write(f"{int(stamp) + 1000} 0.125 {int(step) + 1}\n")
+    warm = open_cache(logs)
+    fed = []
+    real = mlflow.MetricFile.feed
+    monkeypatch.setattr(mlflow.MetricFile, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((self.info.path, text.count("\n"), first)) or real(self, text, first, unterminated))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    rel = grown.relative_to(logs).as_posix()
+    assert warm.reads == 1 and [f for f in fed if f[1]] == [(rel, 1, data.count("\n") + 1)]
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
+    new = got.metrics[got.metrics["path"] == rel].iloc[-1]
+    assert (new["line"], new["step"], new["loss"]) == (data.count("\n") + 1, int(step) + 1, 0.125)

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from reportgen.boundary import open_file
 from reportgen.ingest.common import (
+    LineRead,
     MetricRows,
     Reading,
     decode_text,
@@ -41,7 +42,7 @@ from reportgen.ingest.common import (
     is_number,
     quoted,
     read_document,
-    read_log,
+    read_lines,
     read_mapping,
     row_kind,
     text_lines,
@@ -231,6 +232,14 @@ def _under(paths: Sequence[str], prefix: str) -> list[str]:
 def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Reading, MlflowRun]:
     """One run folder of the file store: meta.yaml, metrics/, params/, tags/. Only the files LOGS lists as
     readable (`readable`: sorted paths relative to LOGS) are read: a link out of LOGS is listed there, not read."""
+    return read_file_run_on(folder, logs, readable, None, keep=False)[0]
+
+
+def read_file_run_on(folder: Path, logs: Path, readable: Sequence[str], since: dict[str, MetricFile] | None,
+                     keep: bool = True) -> tuple[tuple[Reading, MlflowRun], dict[str, MetricFile]]:
+    """read_file_run, each metric file read on from where the last read of the folder stopped (`since`, kept by the
+    parse cache) when MLflow has only appended lines to it; with what to keep of each now. The folder's other
+    files (one value each) are read whole."""
     rel_folder = folder.relative_to(logs).as_posix()
     reading = Reading()
     meta_info = InputFile(path=f"{rel_folder}/meta.yaml", format=FILES_FORMAT)
@@ -268,19 +277,35 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
         started_at=started, ended_at=ended,
         config={"params": params} if params else None, max_steps=_max_steps(params)))
     metrics_dir = folder / "metrics"
+    kept: dict[str, MetricFile] = {}
     for rel in _under(readable, f"{rel_folder}/metrics/"):
-        file = logs / rel
-        key = file.relative_to(metrics_dir).as_posix()
-        info = InputFile(path=rel, format=FILES_FORMAT)
-        reading.inputs.append(info)
-        rows = MetricRows(rel)
-        text = decode_text(read_log(file, info))
-        if text is None:
-            info.problem(None, "not UTF-8 text; an MLflow metric file holds 'timestamp value step' lines")
-            continue
-        lines = text_lines(text)
-        info.lines = len(lines)
-        for number, line in enumerate(lines, start=1):
+        fresh = MetricFile(rel, run_id, (logs / rel).relative_to(metrics_dir).as_posix())
+        read, kept_file = read_lines(logs / rel, fresh, (since or {}).get(rel),
+                                     "not UTF-8 text; an MLflow metric file holds 'timestamp value step' lines", keep=keep)
+        reading.inputs.append((read or fresh).info)
+        if kept_file is not None:
+            kept[rel] = kept_file
+        if read is not None:
+            read.info.lines = read.lines
+            reading.events += read.events
+            reading.frames.append(read.rows.frame())
+    return (reading, source), kept
+
+
+class MetricFile(LineRead):
+    """One metric file of the file store (`timestamp value step` lines) read line by line: its rows and
+    evaluations so far."""
+
+    def __init__(self, rel: str, run_id: str, key: str) -> None:
+        super().__init__(InputFile(path=rel, format=FILES_FORMAT))
+        self.run_id, self.key = run_id, key
+        self.rows = MetricRows(rel)
+        self.events: list = []
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        info, rows, key, run_id = self.info, self.rows, self.key, self.run_id
+        for number, line in enumerate(text_lines(text), start=first):
+            self.lines = number
             if not line.strip():
                 info.blank += 1
                 continue
@@ -291,9 +316,8 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
                 if len(parts) > 3 or abs(step) >= 1 << 63:  # steps are 64-bit integers
                     raise ValueError
             except (ValueError, IndexError):
-                cut = number == len(lines) and not text.endswith("\n")
                 info.problem(number, f"not a 'timestamp value step' line: {line[:80]!r}"
-                             + ("; the last line is cut off" if cut else ""))
+                             + ("; the last line is cut off" if unterminated else ""))
                 info.skipped += 1
                 continue
             at = _millis(ts)
@@ -302,9 +326,7 @@ def read_file_run(folder: Path, logs: Path, readable: Sequence[str]) -> tuple[Re
                              "the value is read without a time")
             rows.add(run_id, row_kind([key]), step, number, at, {key: value})
             info.records += 1
-            reading.events += _eval_event(run_id, step, at, Evidence(rel, number), {key: value})
-        reading.frames.append(rows.frame())
-    return reading, source
+            self.events += _eval_event(run_id, step, at, Evidence(info.path, number), {key: value})
 
 
 def recognise(rel: str, head: bytes) -> str | None:
@@ -346,7 +368,9 @@ def read_files(scan: Scan) -> None:
             # Kept between builds while the run folder's files are unchanged (ingest/cache.py).
             inside = _under(readable, f"{folder}/") if folder else readable
             reading, run = scan.read_one(folder, lambda folder: read_file_run(scan.logs / folder, scan.logs, readable),
-                                         Kept(FILES_FORMAT, members=lambda _folder, inside=inside: inside))
+                                         Kept(FILES_FORMAT, members=lambda _folder, inside=inside: inside,
+                                              resume=lambda folder, since, readable=readable:
+                                                  read_file_run_on(scan.logs / folder, scan.logs, readable, since)))
             scan.add(reading)
             _sources(scan, [run], FILES_FORMAT)
             for info in reading.inputs:
