@@ -1,5 +1,6 @@
 """Line logs their writer appends to are read on from where the last read stopped (kept by the parse cache):
-metrics.csv files written by Lightning's CSVLogger, torchtune's DiskLogger files, DVCLive's metric files,
+metrics.csv files written by Lightning's CSVLogger, Keras's CSVLogger files, torchtune's DiskLogger files,
+DVCLive's metric files,
 LLaMA-Factory's trainer_log.jsonl and an MLflow file store's metric files (tests/fixtures/make_fixtures.py)
 read on from any point read as they do whole, nothing read twice and nothing lost; a file that did more than
 grow (CSVLogger writes the file again, header and all, when a new metric appears) is read whole.
@@ -22,6 +23,7 @@ from reportgen.ingest import (
     common,
     dvclive,
     ingest,
+    keras,
     lightning,
     llamafactory,
     mlflow,
@@ -538,3 +540,66 @@ def test_an_mlflow_run_folder_whose_metric_grew_reads_it_on_and_as_a_build_witho
     assert got.runs == expected.runs and got.inputs == expected.inputs
     new = got.metrics[got.metrics["path"] == rel].iloc[-1]
     assert (new["line"], new["step"], new["loss"]) == (data.count("\n") + 1, int(step) + 1, 0.125)
+
+
+KERAS_LOGS = sorted((FIXTURES / "keras").glob("*/training.log"))
+
+
+def keras_log(path: Path, since=None, keep: bool = True) -> tuple:
+    log, kept = keras.read_on(path, path.name, "r", since, keep)
+    return (log.reading.inputs[0], log.reading.frames, (plain(log.reading.events), log.attempts, log.attempt_reasons)), kept
+
+
+@pytest.mark.parametrize("source", [*KERAS_LOGS, "no header"], ids=lambda p: p if isinstance(p, str) else p.parent.name)
+def test_a_keras_csv_log_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
+    """The same for Keras's CSVLogger files: a header, a resumed fit() appending without one, a fit() that
+    forgot initial_epoch, another separator; and a first line that is no header (nothing read, every line counted)."""
+    data = b"loss;acc\n" + KERAS_LOGS[0].read_bytes() if source == "no header" else source.read_bytes()
+    path = tmp_path / "training.log"
+    path.write_bytes(data)
+    expected = keras_log(path, keep=False)[0]
+    if source == "no header":
+        assert expected[0].skipped == data.count(b"\n") and "no CSVLogger header" in expected[0].problems[0].message
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = keras_log(path)
+        same_disk_log(first, keras_log(path, keep=False)[0])
+        tail = data[:cut].rsplit(b"\n", 1)[-1]
+        if source != "no header" and b"\n" in data[:cut] and tail.strip() and not tail.endswith(b"\r"):
+            assert first[0].cut_off and first[0].problems[-1].message.startswith("the last row has no line end")
+        if since is None:
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert kept_state(since) == kept_state(keras_log(path)[1])
+        path.write_bytes(data)
+        again, after = keras_log(path, since)
+        same_disk_log(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
+
+
+def test_a_campaign_whose_keras_log_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
+    logs = tmp_path / "keras"
+    shutil.copytree(FIXTURES / "keras" / "clean", logs)
+    ingest(logs, cache=open_cache(logs))
+    grown = logs / "training.log"
+    data = grown.read_bytes()
+    last = data.decode().splitlines()[-1].split(",")
+    last[0] = str(int(last[0]) + 1)
+    with grown.open("ab") as handle:
+        handle.write(",".join(last).encode() + b"\r\n")  # CSVLogger's excel dialect
+    warm = open_cache(logs)
+    fed = []
+    real = keras.CsvLog.feed
+    monkeypatch.setattr(keras.CsvLog, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    assert warm.reads == 1 and [f for f in fed if f[0]] == [(1, data.count(b"\n") + 1)]
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs
+    assert int(got.metrics["step"].max()) == int(last[0])

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from reportgen.ingest.common import (
     MAX_COUNT,
+    LineRead,
     Reading,
     csv_lines,
     decode_text,
@@ -28,7 +29,7 @@ from reportgen.ingest.common import (
     metric_frame,
     parse_numbers,
     quoted,
-    read_log,
+    read_lines,
     text_lines,
 )
 from reportgen.ingest.scan import Kept, Reader, Scan, Source
@@ -127,99 +128,143 @@ def read(path: Path, rel: str, run: str) -> KerasLog:
     """One CSVLogger file: a train row (the keys without `val_`) and an eval row (the `val_` keys) per
     epoch, at step = the epoch; an Evaluation per eval row; the facts; and its attempts. Rows under
     each header are one metrics frame."""
-    info = InputFile(path=rel, format=FORMAT, notes=[STEPS_ARE_EPOCHS])
-    facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel))
-    reading = Reading([info], [], [facts])
-    log = KerasLog(reading, facts)
-    text = decode_text(read_log(path, info, what="rows"))
-    if text is None:
-        info.problem(None, "not UTF-8 text; a CSVLogger file is a CSV file")
-        return log
-    lines = text_lines(text)
-    info.lines = len(lines)
-    first = next((line.removesuffix("\r") for line in lines if line.strip()), None)
-    if first is None:
-        info.blank = len(lines)
-        return log
-    sep = _separator(first)
-    if sep is None or not _names(first.split(sep)[1:]):
-        number = next(i for i, line in enumerate(lines, start=1) if line.strip())
-        info.blank = sum(1 for line in lines if not line.strip())
-        info.skipped = len(lines) - info.blank
-        info.problem(number, f"no CSVLogger header (a first line `epoch` then the metric names, separated by "
-                             f"',', ';' or a tab): {quoted(first)}; the {info.skipped} lines are not read")
-        return log
-    cut = not text.endswith("\n")
-    segments: list[_Segment] = []
-    previous: int | None = None  # the epoch of the last row read
-    skipped_since = 0  # damaged rows since that row
-    starts: list[tuple[int, str]] = []  # (first line, why) of each attempt
-    first_epoch: int | None = None
-    for line, cells in csv_lines(text, sep):
+    return read_on(path, rel, run, keep=False)[0]
+
+
+def read_on(path: Path, rel: str, run: str, since: CsvLog | None = None, keep: bool = True) -> tuple[KerasLog, CsvLog | None]:
+    """`read`, on from `since` when CSVLogger has only appended rows since (an epoch a row), else whole; with what
+    to keep to read on from next time (common.read_lines). Either way the file reads as it does whole."""
+    fresh = CsvLog(rel, run)
+    read, kept = read_lines(path, fresh, since, "not UTF-8 text; a CSVLogger file is a CSV file", what="rows", keep=keep)
+    if read is None:  # not text: nothing read
+        facts = RunFacts(run=run, format=FORMAT, evidence=Evidence(rel))
+        return KerasLog(Reading([fresh.info], [], [facts]), facts), None
+    return read.log(), kept
+
+
+class CsvLog(LineRead):
+    """A CSVLogger file read line by line: its separator (from its first line), the rows under each header so
+    far, and where each attempt starts."""
+
+    def __init__(self, rel: str, run: str) -> None:
+        super().__init__(InputFile(path=rel, format=FORMAT, notes=[STEPS_ARE_EPOCHS]))
+        self.rel, self.run = rel, run
+        self.sep: str | None = None  # once the first line that is not blank is read
+        self.no_header: tuple[int, str] | None = None  # that line, when it is no header: nothing is read then
+        self.segments: list[_Segment] = []
+        self.previous: int | None = None  # the epoch of the last row read
+        self.skipped_since = 0  # damaged rows since that row
+        self.starts: list[tuple[int, str]] = []  # (first line, why) of each attempt
+        self.first_epoch: int | None = None
+
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        info = self.info
+        lines = text_lines(text)
+        at = 0
+        while self.sep is None and self.no_header is None and at < len(lines):  # the first line that is not blank
+            line = lines[at].removesuffix("\r")
+            if line.strip():
+                sep = _separator(line)
+                if sep is None or not _names(line.split(sep)[1:]):
+                    self.no_header = (first + at, line)
+                else:
+                    self.sep = sep
+                break
+            info.blank += 1
+            at += 1
+        self.lines = first + len(lines) - 1
+        if self.no_header is not None:  # nothing below (or at) a first line that is no header is read
+            skipped = sum(1 for line in lines[at:] if line.strip())
+            info.skipped += skipped
+            info.blank += len(lines) - at - skipped
+            return
+        if self.sep is None:
+            return
+        rest = "\n".join(lines[at:])
+        for line, cells in csv_lines(rest, self.sep, first + at):
+            self._row(line, cells, unterminated and not lines[-1].endswith("\r"))
+
+    def _row(self, line: int, cells: list[str] | str, cut: bool) -> None:
+        info, segments = self.info, self.segments
         if len(cells) <= 1 and _blank(cells):
             info.blank += 1
-            continue
+            return
         if isinstance(cells, str):
             info.problem(line, f"not a CSV row ({cells}); row skipped")
             info.skipped += 1
-            skipped_since += 1
-            continue
+            self.skipped_since += 1
+            return
         if cells[0] == "epoch" and _names(cells[1:]):
             info.header += 1
             if not segments:
-                starts.append((line, "the header: the first fit() that wrote this file (rows whose epochs follow one "
-                                     "another are one attempt: a resume appending from the next epoch looks the same)"))
+                self.starts.append((line, "the header: the first fit() that wrote this file (rows whose epochs follow one "
+                                          "another are one attempt: a resume appending from the next epoch looks the same)"))
             else:
-                starts.append((line, f"a second header at line {line}: another CSVLogger wrote this file as a new "
-                                     "one from here (files joined, or a logger that found the file empty)"))
-                previous, skipped_since = None, 0
+                self.starts.append((line, f"a second header at line {line}: another CSVLogger wrote this file as a new "
+                                          "one from here (files joined, or a logger that found the file empty)"))
+                self.previous, self.skipped_since = None, 0
             segments.append(_Segment(cells[1:]))
-            continue
+            return
         if not segments:
             info.problem(line, "a row before the header; row skipped")
             info.skipped += 1
-            continue
+            return
         segment = segments[-1]
-        if line == len(lines) and cut and not lines[-1].endswith("\r"):
+        if cut:
             info.cut_off = True
             info.problem(line, "the last row has no line end (CSVLogger ends every row with one): cut off mid-row "
                                "by a writer that stopped; row skipped")
             info.skipped += 1
-            continue
+            return
         if len(cells) != len(segment.names) + 1:
             info.problem(line, f"{len(cells)} cells where the header has {len(segment.names) + 1} (a fit() that "
                                "logged other metrics appended without a header of its own); row skipped")
             info.skipped += 1
-            skipped_since += 1
-            continue
+            self.skipped_since += 1
+            return
         if not _EPOCH.match(cells[0]) or int(cells[0]) > MAX_COUNT:
             info.problem(line, f"epoch: {quoted(cells[0])} is not an epoch number; row skipped")
             info.skipped += 1
-            skipped_since += 1
-            continue
+            self.skipped_since += 1
+            return
         epoch = int(cells[0])
-        why = _new_attempt(epoch, previous, line, skipped_since)
+        why = _new_attempt(epoch, self.previous, line, self.skipped_since)
         if why is not None:
-            starts.append((line, why))
-        previous, skipped_since = epoch, 0
-        first_epoch = epoch if first_epoch is None else first_epoch
+            self.starts.append((line, why))
+        self.previous, self.skipped_since = epoch, 0
+        self.first_epoch = epoch if self.first_epoch is None else self.first_epoch
         segment.lines.append(line)
         segment.epochs.append(epoch)
         segment.cells.append(cells[1:])
         info.records += 1
-    for segment in segments:
-        reading.frames.append(_frame(segment, rel, run, info, reading.events))
-    for i, (start, why) in enumerate(starts):
-        end = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
-        log.attempts.append((start, end))
-        log.attempt_reasons.append(why)
-    facts.first_step, facts.last_step = first_epoch, previous
-    if info.cut_off:
-        facts.status = "interrupted"
-        facts.reason = f"{rel} line {len(lines)}: the last row is cut off mid-row: its writer was stopped"
-    else:
-        facts.reason = "CSVLogger writes nothing at the end of training: the file tells no status"
-    return log
+
+    def log(self) -> KerasLog:
+        """What the lines read make: the frames, evaluations, facts and attempts."""
+        info, rel = self.info, self.rel
+        facts = RunFacts(run=self.run, format=FORMAT, evidence=Evidence(rel))
+        reading = Reading([info], [], [facts])
+        log = KerasLog(reading, facts)
+        info.lines = self.lines
+        if self.no_header is not None:
+            number, first = self.no_header
+            info.problem(number, f"no CSVLogger header (a first line `epoch` then the metric names, separated by "
+                                 f"',', ';' or a tab): {quoted(first)}; the {info.skipped} lines are not read")
+            return log
+        if self.sep is None:
+            return log
+        for segment in self.segments:
+            reading.frames.append(_frame(segment, rel, self.run, info, reading.events))
+        for i, (start, why) in enumerate(self.starts):
+            end = self.starts[i + 1][0] - 1 if i + 1 < len(self.starts) else self.lines
+            log.attempts.append((start, end))
+            log.attempt_reasons.append(why)
+        facts.first_step, facts.last_step = self.first_epoch, self.previous
+        if info.cut_off:
+            facts.status = "interrupted"
+            facts.reason = f"{rel} line {self.lines}: the last row is cut off mid-row: its writer was stopped"
+        else:
+            facts.reason = "CSVLogger writes nothing at the end of training: the file tells no status"
+        return log
 
 
 def _frame(segment: _Segment, rel: str, run: str, info: InputFile, events: list) -> pd.DataFrame:
@@ -288,7 +333,8 @@ def read_files(scan: Scan) -> None:
         with scan.contained(rel, FORMAT):
             owner = scan.owner(rel)
             key = owner or f"{FORMAT}:{rel}"
-            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key), Kept(FORMAT, context=lambda _rel: key))
+            log = scan.read_one(rel, lambda rel: read(scan.found[rel][0], rel, key),
+                                Kept(FORMAT, context=lambda _rel: key, resume=lambda rel, since: read_on(scan.found[rel][0], rel, key, since)))
             scan.add(log.reading)
             if owner is None:
                 scan.sources[key] = Source(key, FORMAT, scan.file_name_of(rel), Evidence(rel))
