@@ -4,7 +4,8 @@ changed (the parse cache).
 A reader that reads its files one by one (`Scan.read_ahead`) keeps what it made of each file, keyed by
 the file's signature: its size, modification time, inode, and a digest of its first and last 64 KB.
 A file whose signature is unchanged is not read again: what was kept is loaded instead. A reader that
-can read a log on from where it stopped (the native event log, a TensorBoard event file, a console log, and
+can read a log on from where it stopped (the native event log, a TensorBoard event file, W&B's transaction log,
+a console log, and
 the line logs read through common.read_lines: Lightning's metrics.csv, Keras's CSVLogger files, torchtune's,
 DVCLive's, LLaMA-Factory's trainer_log.jsonl, an MLflow file store's metric files) also keeps what
 it needs to (`state`), and a log that has only grown since is read from there; `grown` checks that the

@@ -41,6 +41,8 @@ from pathlib import Path, PurePosixPath
 
 from reportgen.boundary import read_file
 from reportgen.bounded import TooComplex, load_json
+from reportgen.ingest import cache
+from reportgen.ingest.cache import EDGE, ReadTo
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
@@ -199,6 +201,15 @@ def own_files(folder: str, members: list[str]) -> list[str]:
 def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
     """Read a run folder: `members` are the paths under LOGS of the files in it (only W&B's own files are
     read, each checked by its content); `key` is the run id put on rows and events."""
+    return read_run_on(logs, folder, members, key, None, keep=False)[0]
+
+
+def read_run_on(logs: Path, folder: str, members: list[str], key: str, since: dict[str, Transactions] | None,
+                keep: bool = True) -> tuple[WandbRun, dict[str, Transactions]]:
+    """read_run, its transaction log decoded on from where the last read of the folder stopped (`since`, kept by
+    the parse cache) when W&B has only appended to it; with what to keep of it now. The folder's other files are
+    read whole."""
+    kept: dict[str, Transactions] = {}
     reading = Reading()
     claimed: list[str] = []
     log: _Log | None = None
@@ -209,7 +220,9 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
         if len(inner) == 1 and log is None:
             head = _head(logs / rel)
             if head is not None and head.startswith(HEADER):
-                log_info, log = read_log_file(logs / rel, rel, key)
+                (log_info, log), transactions = read_log_file_on(logs / rel, rel, key, (since or {}).get(rel), keep)
+                if transactions is not None:
+                    kept[rel] = transactions
                 reading.inputs.append(log_info)
                 claimed.append(rel)
         elif len(inner) == 2:
@@ -335,7 +348,7 @@ def read_run(logs: Path, folder: str, members: list[str], key: str) -> WandbRun:
         reading.events.extend(log.evaluations)
     return WandbRun(reading=reading, facts=facts, run_id=run_id, name=name, resumed=resumed,
                     starting_step=starting_step, resume_reason=resume_reason, claimed=claimed, ending=ending,
-                    dirs=_dirs(facts.config or {}) or dirs or None)
+                    dirs=_dirs(facts.config or {}) or dirs or None), kept
 
 
 def _head(path: Path) -> bytes | None:
@@ -477,101 +490,154 @@ def _metrics(prefix: str, data: dict, out: dict[str, float], depth: int = 0) -> 
 
 def read_log_file(path: Path, rel: str, run: str) -> tuple[InputFile, _Log]:
     """Read one transaction log: every chunk's CRC checked, records reassembled and decoded."""
-    info = InputFile(path=rel, format=FORMAT)
-    out = _Log(rows=MetricRows(rel))
-    read = read_file(path, LOG_BUDGET)
-    if not read.whole:
-        info.problem(None, read.budget_note("records"))
-    buf = read.data
-    size = len(buf)
-    if not buf.startswith(HEADER):
-        info.problem(None, "no W&B transaction log header (':W&B', magic 0xBEE1, version 0); not read")
-        return info, out
-    state = _Decoder(rel, run, info, out)
-    pos = len(HEADER)
-    record = 0  # records begun, in file order: a problem names its record and byte
-    parts: list[bytes] | None = None  # the chunks of a record begun by a FIRST chunk
-    dropping = False  # after a damaged chunk: its record's MIDDLE and LAST chunks are dropped too
-    start = 0
-    crc32 = zlib.crc32
-    unpack = _CHUNK.unpack_from
-    while pos < size:
-        left = BLOCK - pos % BLOCK
-        if left < 7:
-            if buf[pos:pos + left].strip(b"\x00"):
-                info.problem(record + 1, f"byte {pos:,}: the tail of a block is not zeros")
-            pos += left
-            continue
-        if size - pos < 7:
-            if read.whole:
-                _cut(info, out, record + 1, pos, f"{size - pos} bytes of a chunk header left")
-            break
-        checksum, length, kind = unpack(buf, pos)
-        end = pos + 7 + length
-        if checksum == 0 and length == 0 and kind == 0:  # a zeroed block tail, as a preallocated file has
-            pos += left
-            continue
-        if length > left - 7:
-            record += 0 if parts is not None else 1
-            info.problem(record, f"record {record} at byte {pos:,}: a chunk of {length:,} bytes runs past its block; "
-                         "the rest of the block is skipped")
-            info.skipped += 1
-            parts, dropping = None, True
-            pos += left
-            continue
-        if end > size:
-            if read.whole:
-                _cut(info, out, record + (0 if parts is not None else 1), start if parts is not None else pos,
-                     f"{size - pos - 7:,} of its chunk's {length:,} bytes left")
-            break
-        if crc32(buf[pos + 6:end]) != checksum:
-            record += 0 if parts is not None else 1  # a damaged chunk of a record begun is that record's
-            info.problem(record, f"record {record} at byte {(start if parts is not None else pos):,}: the CRC of its chunk "
-                         f"at byte {pos:,} does not match; record skipped")
-            info.skipped += 1
-            parts, dropping = None, True  # the damaged record's later chunks are dropped with it
-            pos = end if _chunk_ok(buf, end) else pos + left  # a damaged length: on at the next block
-            continue
-        if kind in (MIDDLE, LAST) and dropping and parts is None:
-            dropping = kind == MIDDLE
-            pos = end
-            continue
-        dropping = False
-        if kind == FULL:
-            if parts is not None:
-                _orphan(info, record, start)
-            record += 1
-            parts = None
-            state.record(buf, pos + 7, end, record)
-        elif kind == FIRST:
-            if parts is not None:
-                _orphan(info, record, start)
-            record += 1
-            parts, start = [buf[pos + 7:end]], pos
-        elif kind in (MIDDLE, LAST):
-            if parts is None:
-                record += 1
-                info.problem(record, f"record {record} at byte {pos:,}: a chunk that continues a record with no start; skipped")
+    return read_log_file_on(path, rel, run, keep=False)[0]
+
+
+class Transactions:
+    """A transaction log decoded chunk by chunk: the records so far (the decoder's), and where the next chunk
+    starts. Kept between builds (ingest/cache.py) when the log ends between records, so that a log W&B has only
+    appended to since is decoded on from there (read_log_file_on)."""
+
+    def __init__(self, rel: str, run: str) -> None:
+        self.info = InputFile(path=rel, format=FORMAT)
+        self.out = _Log(rows=MetricRows(rel))
+        self.decoder = _Decoder(rel, run, self.info, self.out)
+        self.pos = len(HEADER)  # the byte of the file where the next chunk starts
+        self.record = 0  # records begun, in file order: a problem names its record and byte
+        self.dropping = False  # after a damaged chunk: its record's MIDDLE and LAST chunks are dropped too
+        self.cut: tuple[int, int, str] | None = None  # (record, byte, what) of a chunk the file's end cut off
+        self.at: ReadTo | None = None
+
+    def scan(self, buf: bytes, base: int, whole: bool) -> bool:
+        """Decode the chunks of `buf` (the file's bytes from `base`, a block's start, to the end read) from
+        self.pos; whether the scan ended between records (nothing begun and not ended: what is kept can be read
+        on from). A chunk cut off by the end is said to be (`whole`: the end read is the file's end) on self."""
+        info, state = self.info, self.decoder
+        pos, record, dropping = self.pos - base, self.record, self.dropping  # pos: in buf, from here on
+        end_of_buf = len(buf)
+        parts: list[bytes] | None = None  # the chunks of a record begun by a FIRST chunk
+        start = 0
+        crc32 = zlib.crc32
+        unpack = _CHUNK.unpack_from
+        cut: tuple[int, int, str] | None = None  # (record, byte, what) of a chunk the end cut off
+        while pos < end_of_buf:
+            left = BLOCK - pos % BLOCK
+            if left < 7:
+                if buf[pos:pos + left].strip(b"\x00"):
+                    info.problem(record + 1, f"byte {base + pos:,}: the tail of a block is not zeros")
+                pos += left
+                continue
+            if end_of_buf - pos < 7:
+                cut = (record + 1, base + pos, f"{end_of_buf - pos} bytes of a chunk header left")
+                break
+            checksum, length, kind = unpack(buf, pos)
+            end = pos + 7 + length
+            if checksum == 0 and length == 0 and kind == 0:  # a zeroed block tail, as a preallocated file has
+                pos += left
+                continue
+            if length > left - 7:
+                record += 0 if parts is not None else 1
+                info.problem(record, f"record {record} at byte {base + pos:,}: a chunk of {length:,} bytes runs past its "
+                             "block; the rest of the block is skipped")
                 info.skipped += 1
-            elif kind == MIDDLE:
-                parts.append(buf[pos + 7:end])
-            else:
-                parts.append(buf[pos + 7:end])
-                data = b"".join(parts)
+                parts, dropping = None, True
+                pos += left
+                continue
+            if end > end_of_buf:
+                cut = (record + (0 if parts is not None else 1), base + (start if parts is not None else pos),
+                       f"{end_of_buf - pos - 7:,} of its chunk's {length:,} bytes left")
+                break
+            if crc32(buf[pos + 6:end]) != checksum:
+                record += 0 if parts is not None else 1  # a damaged chunk of a record begun is that record's
+                info.problem(record, f"record {record} at byte {base + (start if parts is not None else pos):,}: the CRC of "
+                             f"its chunk at byte {base + pos:,} does not match; record skipped")
+                info.skipped += 1
+                parts, dropping = None, True  # the damaged record's later chunks are dropped with it
+                pos = end if _chunk_ok(buf, end) else pos + left  # a damaged length: on at the next block
+                continue
+            if kind in (MIDDLE, LAST) and dropping and parts is None:
+                dropping = kind == MIDDLE
+                pos = end
+                continue
+            dropping = False
+            if kind == FULL:
+                if parts is not None:
+                    _orphan(info, record, base + start)
+                record += 1
                 parts = None
-                state.record(data, 0, len(data), record)
+                state.record(buf, pos + 7, end, record)
+            elif kind == FIRST:
+                if parts is not None:
+                    _orphan(info, record, base + start)
+                record += 1
+                parts, start = [buf[pos + 7:end]], pos
+            elif kind in (MIDDLE, LAST):
+                if parts is None:
+                    record += 1
+                    info.problem(record, f"record {record} at byte {base + pos:,}: a chunk that continues a record with "
+                                 "no start; skipped")
+                    info.skipped += 1
+                elif kind == MIDDLE:
+                    parts.append(buf[pos + 7:end])
+                else:
+                    parts.append(buf[pos + 7:end])
+                    data = b"".join(parts)
+                    parts = None
+                    state.record(data, 0, len(data), record)
+            else:
+                record += 1
+                info.problem(record, f"record {record} at byte {base + pos:,}: chunk type {kind} is not one W&B writes; skipped")
+                info.skipped += 1
+            pos = end
         else:
-            record += 1
-            info.problem(record, f"record {record} at byte {pos:,}: chunk type {kind} is not one W&B writes; skipped")
-            info.skipped += 1
-        pos = end
+            if parts is not None:
+                cut = (record, base + start, "the file ends before its last chunk")
+        between = parts is None
+        self.pos, self.record, self.dropping = base + pos, record, dropping
+        self.cut = cut if whole else None
+        return between
+
+    def result(self) -> tuple[InputFile, _Log]:
+        """The log as read: a chunk the end cut off said so, the decoder's last decisions made."""
+        if self.cut is not None:
+            _cut(self.info, self.out, *self.cut)
+        self.decoder.finish()
+        out = self.out
+        if out.kinds:
+            self.info.notes.append("records: " + ", ".join(f"{n} {k}" for k, n in sorted(out.kinds.items(), key=lambda x: -x[1])))
+        return self.info, out
+
+
+def read_log_file_on(path: Path, rel: str, run: str, since: Transactions | None = None, keep: bool = True
+                     ) -> tuple[tuple[InputFile, _Log], Transactions | None]:
+    """A transaction log decoded on from `since` (where an earlier read stopped, between records) when W&B has only
+    appended to it since, else whole; with what to keep to decode on from next time (None: not kept, when the
+    read ended inside a record, or the budget cut the file). Either way the log reads as it does whole."""
+    found = None if since is None else cache.grown(path, since.at, LOG_BUDGET)
+    if found is not None:
+        head, before, more = found
+        base = since.pos - since.pos % BLOCK
+        held = since.at.end - base  # the bytes read before from the block's start: within the EDGE before the end
+        read, buf, whole = since, before[len(before) - held:] + more, True
+        first, last = head + more[:EDGE], before + more
     else:
-        if parts is not None and read.whole:
-            _cut(info, out, record, start, "the file ends before its last chunk")
-    state.finish()
-    if out.kinds:
-        info.notes.append("records: " + ", ".join(f"{n} {k}" for k, n in sorted(out.kinds.items(), key=lambda x: -x[1])))
-    return info, out
+        read = Transactions(rel, run)
+        data = read_file(path, LOG_BUDGET)
+        if not data.whole:
+            read.info.problem(None, data.budget_note("records"))
+        if not data.data.startswith(HEADER):
+            read.info.problem(None, "no W&B transaction log header (':W&B', magic 0xBEE1, version 0); not read")
+            return (read.info, read.out), None
+        buf, base, whole = data.data, 0, data.whole
+        first = last = buf
+        keep = keep and data.whole
+    between = read.scan(buf, base, whole)
+    kept = None
+    if keep and between:
+        read.at = ReadTo.of(path, base + len(buf), first, last[max(0, len(last) - EDGE):])
+        kept = read
+        read = cache.copied(read)
+    return read.result(), kept
 
 
 def _chunk_ok(buf: bytes, pos: int) -> bool:
@@ -923,9 +989,15 @@ def read_files(scan: Scan) -> None:
         own = own_of(folder)
         return own, read_run(scan.logs, folder, own, keys[folder])
 
-    # A folder's result is kept between builds while its own files are unchanged (ingest/cache.py).
+    def read_folder_on(folder: str, since: dict[str, Transactions] | None) -> tuple[tuple[list[str], WandbRun], dict]:
+        own = own_of(folder)
+        run, kept = read_run_on(scan.logs, folder, own, keys[folder], since)
+        return (own, run), kept
+
+    # A folder's result is kept between builds while its own files are unchanged (ingest/cache.py); a transaction
+    # log that only grew is decoded on from where the last read stopped.
     read_ahead = scan.read_ahead([folder for folder, _key in folders], read_folder,
-                                 Kept(FORMAT, context=lambda folder: keys[folder], members=own_of))
+                                 Kept(FORMAT, context=lambda folder: keys[folder], members=own_of, resume=read_folder_on))
     for folder, key in folders:
         source = scan.sources[key]
         with scan.contained(source.evidence.path, FORMAT):
