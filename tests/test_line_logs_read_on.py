@@ -66,9 +66,36 @@ def same(a: tuple, b: tuple) -> None:
 
 
 def cuts(data: bytes) -> list[int]:
-    """Every line end, the byte before and after each, and every 7th byte."""
+    """Every line end, the byte before and after each, and every 13th byte."""
     ends = [i + 1 for i, byte in enumerate(data) if byte == 10]
-    return sorted({0, len(data), *ends, *(e - 1 for e in ends), *(e + 1 for e in ends if e < len(data)), *range(0, len(data), 7)})
+    return sorted({0, len(data), *ends, *(e - 1 for e in ends), *(e + 1 for e in ends if e < len(data)), *range(0, len(data), 13)})
+
+
+def read_on_from_every_cut(path: Path, data: bytes, read, same, check=None) -> None:
+    """Every way a growing line log can have been seen (cut at `cuts(data)`) then read on gives what reading the
+    whole log gives, and what is kept is the read of its complete lines alone (a last line without its newline,
+    read as cut off, leaves no trace). `read(path, since, keep)` -> (result, kept); `same(a, b)` asserts two
+    results are one; `check(seen, result)` asserts what a reader's read of the bytes seen must say."""
+    path.write_bytes(data)
+    expected = read(path, None, False)[0]
+    kept = 0
+    for cut in cuts(data):
+        path.write_bytes(data[:cut])
+        first, since = read(path, None, True)
+        same(first, read(path, None, False)[0])
+        if check is not None:
+            check(data[:cut], first)
+        if since is None:  # no complete line yet
+            assert b"\n" not in data[:cut]
+            continue
+        kept += 1
+        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
+        assert kept_state(since) == kept_state(read(path, None, True)[1])
+        path.write_bytes(data)
+        again, after = read(path, since, True)
+        same(again, expected)
+        assert after.at.end == len(data) and after.lines == data.count(b"\n")
+    assert kept > len(cuts(data)) // 2
 
 
 @pytest.mark.parametrize("source", METRICS, ids=lambda p: "/".join(p.parts[-3:-1]))
@@ -76,30 +103,12 @@ def test_a_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_i
     """Every way a growing metrics.csv can have been seen (at a row's end, inside a row, before or inside its
     header) then read on gives what reading the whole file gives; what is kept is the read of the complete
     lines alone (a last line without its newline, read as cut off, leaves no trace)."""
-    data = source.read_bytes()
-    path = tmp_path / "metrics.csv"
-    path.write_bytes(data)
-    expected = whole(path)
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = lightning.read_metrics_on(path, path.name, "r")
-        same(first, whole(path))
-        if since is None:  # no header line yet
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(lightning.read_metrics_on(path, path.name, "r")[1])
-        path.write_bytes(data)
-        again, after = lightning.read_metrics_on(path, path.name, "r", since)
-        same(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+    read_on_from_every_cut(tmp_path / "metrics.csv", source.read_bytes(),
+                           lambda path, since, keep: lightning.read_metrics_on(path, path.name, "r", since, keep), same)
 
 
-def disk_log(path: Path, since: torchtune.Lines | None = None) -> tuple:
-    log, kept = torchtune.read_on(path, path.name, "r", since)
+def disk_log(path: Path, since: torchtune.Lines | None = None, keep: bool = True) -> tuple:
+    log, kept = torchtune.read_on(path, path.name, "r", since, keep)
     return (log.reading.inputs[0], log.reading.frames, log.facts), kept
 
 
@@ -114,28 +123,7 @@ def same_disk_log(a: tuple, b: tuple) -> None:
 @pytest.mark.parametrize("source", DISK_LOGS, ids=lambda p: p.parent.name + "/" + p.name)
 def test_a_disk_log_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
     """The same for torchtune's DiskLogger files: its Step lines, a NaN loss, a resumed run's second file."""
-    data = source.read_bytes()
-    path = tmp_path / source.name  # the name dates the run
-    path.write_bytes(data)
-    log = torchtune.read(path, path.name, "r")
-    expected = (log.reading.inputs[0], log.reading.frames, log.facts)
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = disk_log(path)
-        log = torchtune.read(path, path.name, "r")
-        same_disk_log(first, (log.reading.inputs[0], log.reading.frames, log.facts))
-        if since is None:
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(disk_log(path)[1])
-        path.write_bytes(data)
-        again, after = disk_log(path, since)
-        same_disk_log(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+    read_on_from_every_cut(tmp_path / source.name, source.read_bytes(), disk_log, same_disk_log)  # the name dates the run
 
 
 def test_rows_appended_are_read_from_where_the_read_stopped_not_from_the_start(tmp_path, monkeypatch):
@@ -323,35 +311,13 @@ def metric_name(source: Path) -> str:
 @pytest.mark.parametrize("source", TSVS, ids=lambda p: f"{p.parts[-6 if p.parent.name == 'eval' else -5]}/{metric_name(p)}")
 def test_a_dvclive_metric_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
     """The same for DVCLive's metric files (timestamp, step, value; a resumed run's step that falls back)."""
-    data = source.read_bytes()
-    path = tmp_path / source.name
     name = metric_name(source)
-    path.write_bytes(data)
 
-    def read(since=None, keep=True):
+    def read(path: Path, since, keep: bool) -> tuple:
         (info, frame, back), kept = dvclive._read_tsv(path, path.name, "r", name, since, keep)
         return (info, [frame], back), kept
 
-    def same_tsv(a, b):
-        same_disk_log((a[0], a[1], a[2]), (b[0], b[1], b[2]))
-
-    expected = read(keep=False)[0]
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = read()
-        same_tsv(first, read(keep=False)[0])
-        if since is None:
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(read()[1])
-        path.write_bytes(data)
-        again, after = read(since)
-        same_tsv(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+    read_on_from_every_cut(tmp_path / source.name, source.read_bytes(), read, same_disk_log)
 
 
 def test_a_dvclive_folder_whose_metric_files_grew_reads_each_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
@@ -434,25 +400,13 @@ def test_a_llamafactory_trainer_log_read_on_from_where_it_stopped_reads_as_the_w
         first_process = int((frame["line"] <= (LLAMA / "train-clean" / "trainer_log.jsonl").read_bytes().count(b"\n")).sum())
         assert "restart" in expected[2] and 0 < first_process < len(frame)
         assert frame["ts"].isna().tolist() == [True] * first_process + [False] * (len(frame) - first_process)
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = trainer_log(path)
-        same_trainer_log(first, trainer_log(path, keep=False)[0])
-        tail = data[:cut].rsplit(b"\n", 1)[-1]
+
+    def check(seen: bytes, read: tuple) -> None:
+        tail = seen.rsplit(b"\n", 1)[-1]
         if tail.strip() and not tail.rstrip().endswith(b"}"):  # a line cut mid-object: its writer stopped
-            assert first[0].cut_off and first[0].problems[-1].message.startswith("the last line is cut off")
-        if since is None:
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(trainer_log(path)[1])
-        path.write_bytes(data)
-        again, after = trainer_log(path, since)
-        same_trainer_log(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+            assert read[0].cut_off and read[0].problems[-1].message.startswith("the last line is cut off")
+
+    read_on_from_every_cut(path, data, trainer_log, same_trainer_log, check)
 
 
 def test_a_llamafactory_folder_whose_trainer_log_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
@@ -492,29 +446,13 @@ def mlflow_metric(path: Path, key: str, since=None, keep: bool = True) -> tuple:
 @pytest.mark.parametrize("source", MLFLOW_METRICS, ids=lambda p: f"{p.parts[-3][:6]}/{p.name}")
 def test_an_mlflow_metric_file_read_on_from_where_it_stopped_reads_as_the_whole_file_wherever_it_was_cut(tmp_path, source):
     """The same for the MLflow file store's metric files (`timestamp value step` lines, appended by log_metric)."""
-    data = source.read_bytes()
-    path = tmp_path / source.name
-    path.write_bytes(data)
-    expected = mlflow_metric(path, source.name, keep=False)[0]
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = mlflow_metric(path, source.name)
-        same_trainer_log(first, mlflow_metric(path, source.name, keep=False)[0])
-        tail = data[:cut].rsplit(b"\n", 1)[-1]
-        if len(tail.split()) == 1:  # a line cut before its value
-            assert first[0].problems[-1].message.endswith("; the last line is cut off")
-        if since is None:
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(mlflow_metric(path, source.name)[1])
-        path.write_bytes(data)
-        again, after = mlflow_metric(path, source.name, since)
-        same_trainer_log(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+
+    def check(seen: bytes, read: tuple) -> None:
+        if len(seen.rsplit(b"\n", 1)[-1].split()) == 1:  # a line cut before its value
+            assert read[0].problems[-1].message.endswith("; the last line is cut off")
+
+    read_on_from_every_cut(tmp_path / source.name, source.read_bytes(),
+                           lambda path, since, keep: mlflow_metric(path, source.name, since, keep), same_trainer_log, check)
 
 
 def test_an_mlflow_run_folder_whose_metric_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
@@ -560,25 +498,13 @@ def test_a_keras_csv_log_read_on_from_where_it_stopped_reads_as_the_whole_file_w
     expected = keras_log(path, keep=False)[0]
     if source == "no header":
         assert expected[0].skipped == data.count(b"\n") and "no CSVLogger header" in expected[0].problems[0].message
-    kept = 0
-    for cut in cuts(data):
-        path.write_bytes(data[:cut])
-        first, since = keras_log(path)
-        same_disk_log(first, keras_log(path, keep=False)[0])
-        tail = data[:cut].rsplit(b"\n", 1)[-1]
-        if source != "no header" and b"\n" in data[:cut] and tail.strip() and not tail.endswith(b"\r"):
-            assert first[0].cut_off and first[0].problems[-1].message.startswith("the last row has no line end")
-        if since is None:
-            assert b"\n" not in data[:cut]
-            continue
-        kept += 1
-        path.write_bytes(data[: data.rfind(b"\n", 0, cut) + 1])
-        assert kept_state(since) == kept_state(keras_log(path)[1])
-        path.write_bytes(data)
-        again, after = keras_log(path, since)
-        same_disk_log(again, expected)
-        assert after.at.end == len(data) and after.lines == data.count(b"\n")
-    assert kept > len(cuts(data)) // 2
+
+    def check(seen: bytes, read: tuple) -> None:
+        tail = seen.rsplit(b"\n", 1)[-1]
+        if source != "no header" and b"\n" in seen and tail.strip() and not tail.endswith(b"\r"):
+            assert read[0].cut_off and read[0].problems[-1].message.startswith("the last row has no line end")
+
+    read_on_from_every_cut(path, data, keras_log, same_disk_log, check)
 
 
 def test_a_campaign_whose_keras_log_grew_reads_it_on_and_as_a_build_without_the_cache(tmp_path, monkeypatch):
