@@ -44,15 +44,15 @@ def same(a: textlog.TextRead, b: textlog.TextRead) -> None:
     assert info_a == info_b and messages_a == messages_b and sessions_a == sessions_b
 
 
-def scanned(state: textlog.Scanned) -> tuple:
-    """A kept scan, comparable: its messages, sessions and printed columns (arrays by their bytes: NaN and all)."""
+def scanned(state: textlog._Scanner) -> tuple:
+    """A kept scan, comparable: its messages, sessions and printed columns (arrays by their bytes: NaN and all),
+    and the rest of its state, counts and all (`at` left out: it holds the file's clock)."""
     def column(value):
         return value.tobytes() if isinstance(value, array) else value
     printed = {name: ({metric: tuple(map(column, rows_values)) for metric, rows_values in value.items()} if name == "metrics"
-                      else column(value)) for name, value in vars(state.scanner.printed).items()}
-    rest = {name: value for name, value in vars(state.scanner).items() if name not in ("messages", "sessions", "printed")}
-    return (state.scanner.messages, [dataclasses.asdict(s) for s in state.scanner.sessions], printed, rest,
-            state.lines, state.blank)
+                      else column(value)) for name, value in vars(state.printed).items()}
+    rest = {name: value for name, value in vars(state).items() if name not in ("messages", "sessions", "printed", "at")}
+    return (state.messages, [dataclasses.asdict(s) for s in state.sessions], printed, rest)
 
 
 def whole(path: Path) -> textlog.TextRead:
@@ -107,10 +107,11 @@ def test_a_log_that_grew_is_scanned_from_where_it_stopped_not_from_its_start(tmp
         handle.write(more)
     fed = []
     real = textlog._Scanner.feed
-    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first: fed.append((text, first)) or real(self, text, first))
+    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((text, first)) or real(self, text, first, unterminated))
     got, after = textlog.read_on(path, path.name, since)
     monkeypatch.undo()
-    assert fed == [(more, data.count(b"\n") + 1), ("", data.count(b"\n") + 5)]  # the new lines, then the (empty) last line
+    assert fed == [(more, data.count(b"\n") + 1)]  # the new lines alone
     assert got.info.lines == first.info.lines + 4 and after.at.end == path.stat().st_size
     assert got.messages[-1].kind.value == "oom" and got.messages[-1].evidence.line == data.count(b"\n") + 4
     assert got.metrics["loss"].iloc[-1] == 0.125
@@ -140,7 +141,8 @@ def test_a_log_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chang
         path.write_bytes(edited)
     fed = []
     real = textlog._Scanner.feed
-    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first: fed.append(first) or real(self, text, first))
+    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first, unterminated=False:
+                        fed.append(first) or real(self, text, first, unterminated))
     got, _ = textlog.read_on(path, path.name, since)
     monkeypatch.undo()
     assert fed[0] == 1  # from the first line
@@ -198,7 +200,8 @@ def test_a_campaign_whose_console_log_grew_reads_that_log_on_and_as_a_build_with
     warm = open_cache(logs)
     fed = []
     real = textlog._Scanner.feed
-    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first: fed.append((text, first)) or real(self, text, first))
+    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first, unterminated=False:
+                        fed.append((text, first)) or real(self, text, first, unterminated))
     got = ingest(logs, cache=warm)
     monkeypatch.undo()
     assert warm.reads == 1 and fed[0] == ("Killed\n", lines + 1)

@@ -44,18 +44,19 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from reportgen.ingest import cache
-from reportgen.ingest.cache import ReadTo
+from reportgen.boundary import open_file
 from reportgen.ingest.common import (
     EARLIEST,
     LATEST,
     TEXT_BUDGET,
     LineIndex,
+    LineRead,
     Reading,
     decode_text,
     json_entries,
     metric_frame,
     quoted,
+    read_lines,
     read_log,
     row_kind,
     sparse_column,
@@ -258,33 +259,28 @@ def read_console(path: Path, rel: str) -> TextRead:
     return read_on(path, rel, keep=False)[0]
 
 
-@dataclass
-class Scanned:
-    """How far one console log was scanned (every line up to its last newline) and the scan's state there:
-    kept between builds (ingest/cache.py), so that a log that has only grown since is scanned on from `at`."""
-
-    scanner: _Scanner
-    lines: int  # its complete lines
-    blank: int  # of which blank
-    at: ReadTo  # where they end in the file, and what says it still holds them
-
-
-def read_on(path: Path, rel: str, since: Scanned | None = None, keep: bool = True) -> tuple[TextRead, Scanned | None]:
-    """A console log read on from `since` (its complete lines as an earlier read scanned them) when it has only
-    grown since, else whole; with how far its complete lines take the scan now, for the next read (None when
-    the log is not read on: a Kaggle log, one that is not UTF-8, one cut by the budget). Either way the log
-    reads as it does when read whole: a last line without its newline yet is scanned on a copy of the state,
-    again from its start by the next read. Without `keep`, the log is read whole and nothing is kept."""
-    more = None if since is None else cache.appended(path, since.at, TEXT_BUDGET)
-    if more is None:
-        return _read_whole(path, rel, keep)
-    scanner = since.scanner
-    scanner.feed(more.complete, since.lines + 1)
-    scanned = Scanned(scanner, since.lines + more.complete.count("\n"), since.blank + _blank_lines(more.complete), more.at)
-    return _finished(InputFile(path=rel, format=FORMAT), scanned, more.tail, keep), scanned
+def read_on(path: Path, rel: str, since: _Scanner | None = None, keep: bool = True) -> tuple[TextRead, _Scanner | None]:
+    """A console log scanned on from `since` (the scan of its complete lines as an earlier read left it) when it
+    has only grown since, else whole; with the scan of its complete lines now, to read on from next time
+    (common.read_lines; None when the log is not read on: a Kaggle log, one that is not UTF-8, one cut by the
+    budget). Either way the log reads as it does when read whole."""
+    if since is None and _is_kaggle(path):
+        return _read_whole(path, rel), None
+    read, kept = read_lines(path, _Scanner(rel), since, "not UTF-8", TEXT_BUDGET, keep=keep)
+    if read is None:  # its undecodable bytes replaced, and said so
+        return _read_whole(path, rel), None
+    return read.result(), kept
 
 
-def _read_whole(path: Path, rel: str, keep: bool) -> tuple[TextRead, Scanned | None]:
+def _is_kaggle(path: Path) -> bool:
+    """Whether the log is a Kaggle notebook's (its first 200 characters, as _read_whole sniffs them)."""
+    with open_file(path) as handle:
+        head = handle.read(800 + len(codecs.BOM_UTF8))
+    return sniff_kaggle(head.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")[:200].encode("utf-8", "replace"))
+
+
+def _read_whole(path: Path, rel: str) -> TextRead:
+    """A Kaggle log, or a console that is not UTF-8 (its undecodable bytes replaced), read whole."""
     info = InputFile(path=rel, format=FORMAT)
     raw = read_log(path, info, TEXT_BUDGET)
     text = decode_text(raw)
@@ -292,35 +288,10 @@ def _read_whole(path: Path, rel: str, keep: bool) -> tuple[TextRead, Scanned | N
         text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
         info.problem(None, "not valid UTF-8; undecodable bytes were replaced")
     if sniff_kaggle(text[:200].encode("utf-8", "replace")):
-        return _read_kaggle(text, rel, info), None
-    cut = text.rfind("\n") + 1
-    complete, tail = text[:cut], text[cut:]
-    scanner = _Scanner(rel)
-    scanner.feed(complete, 1)
-    scanned = Scanned(scanner, complete.count("\n"), _blank_lines(complete), cache.read_to_lines(path, raw))
-    del raw, text
-    # Not read on: a log whose bytes were replaced or that the budget cut (it says so each time it is read whole),
-    # or with no complete line yet (as a native log).
-    keep = keep and not info.problems and scanned.lines > 0
-    return _finished(info, scanned, tail, keep), (scanned if keep else None)
-
-
-def _blank_lines(complete: str) -> int:
-    """How many of a text's complete lines (each ended by "\n") are blank."""
-    return sum(1 for line in complete.split("\n")[:-1] if not line.strip())
-
-
-def _finished(info: InputFile, scanned: Scanned, tail: str, keep: bool) -> TextRead:
-    """The log as read whole: the scan of its complete lines taken on with the last line when it has no
-    newline yet, and ended; with `keep`, on a copy (the scan of the complete lines is kept, to read on from)."""
-    scanner = scanned.scanner.copy() if keep else scanned.scanner
-    scanner.feed(tail, scanned.lines + 1)
-    info.lines = scanned.lines + (1 if tail else 0)
-    info.blank = scanned.blank + (1 if tail and not tail.strip() else 0)
-    info.text_lines = info.lines - info.blank
-    messages, sessions, printed = scanner.finish()
-    info.records = len(messages)
-    return TextRead(info, messages, sessions, printed.frame(info))
+        return _read_kaggle(text, rel, info)
+    scanner = _Scanner(rel, info)
+    scanner.feed(text, 1)
+    return scanner.result()
 
 
 def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed]:
@@ -330,12 +301,13 @@ def _scan(text: str, rel: str) -> tuple[list[LogMessage], list[Session], Printed
     return scanner.finish()
 
 
-class _Scanner:
-    """A console's scan, line by line: its messages, sessions and printed metric rows so far, and where the
-    process it was in stood (its step, its progress bar, an open traceback). `feed` scans more lines;
-    `finish` ends the scan (a scan fed whole texts in turn reads as one fed their concatenation)."""
+class _Scanner(LineRead):
+    """A console's scan, line by line: its messages, sessions and printed metric rows so far, its lines and blank
+    lines, and where the process it was in stood (its step, its progress bar, an open traceback). `feed` scans
+    more lines; `finish` ends the scan (a scan fed whole texts in turn reads as one fed their concatenation)."""
 
-    def __init__(self, rel: str) -> None:
+    def __init__(self, rel: str, info: InputFile | None = None) -> None:
+        super().__init__(info or InputFile(path=rel, format=FORMAT))
         self.rel = rel
         self.messages: list[LogMessage] = []
         self.session = 0
@@ -353,7 +325,17 @@ class _Scanner:
         messages, never changes one), what a scan changes (the sessions, the printed rows) is copied."""
         other = copy.copy(self)
         other.messages, other.sessions, other.printed = list(self.messages), copy.deepcopy(self.sessions), self.printed.copy()
+        other.info = copy.deepcopy(self.info)  # its counts go on
         return other
+
+    def result(self) -> TextRead:
+        """The scan ended, with the log's counts."""
+        info = self.info
+        info.lines = self.lines
+        info.text_lines = info.lines - info.blank
+        messages, sessions, printed = self.finish()
+        info.records = len(messages)
+        return TextRead(info, messages, sessions, printed.frame(info))
 
     def finish(self) -> tuple[list[LogMessage], list[Session], Printed]:
         if self.in_traceback is not None:
@@ -364,8 +346,11 @@ class _Scanner:
         self.printed.settle(self.sessions)
         return self.messages, self.sessions, self.printed
 
-    def feed(self, text: str, first: int) -> None:
-        """Scan the lines of `text`, the first numbered `first`."""
+    def feed(self, text: str, first: int, unterminated: bool = False) -> None:
+        """Scan the lines of `text`, the first numbered `first` (a last line without its newline is scanned as any)."""
+        lines = text_lines(text)
+        self.lines = first + len(lines) - 1
+        self.info.blank += sum(1 for line in lines if not line.strip())
         # The state in locals while the lines are scanned (the loop is the reader's hot path), back on self after.
         rel, messages, sessions, printed = self.rel, self.messages, self.sessions, self.printed
         session, seen_session_line, in_traceback = self.session, self.seen_session_line, self.in_traceback
