@@ -30,3 +30,44 @@ def test_the_next_build_writes_the_same_paths_again(tmp_path):
         writer.write("index.html", text)
         writer.commit()
     assert (tmp_path / "site" / "index.html").read_text() == "second build"
+
+
+def _build(site, files):
+    writer = SiteWriter(site)
+    for rel, data in files.items():
+        writer.write(rel, data)
+    writer.commit()
+
+
+def test_a_file_the_site_holds_with_the_same_bytes_is_linked_from_it_not_written_again(tmp_path):
+    site = tmp_path / "site"
+    _build(site, {"index.html": "same", "runs/a.html": "run a", "runs/b.html": "run b"})
+    before = {rel: (site / rel).stat().st_ino for rel in ("index.html", "runs/a.html", "runs/b.html")}
+    # Counter-examples: other bytes of the same length, and a new length, are written as new files.
+    _build(site, {"index.html": "same", "runs/a.html": "run A", "runs/b.html": "run bb", "runs/c.html": "run c"})
+    assert (site / "index.html").stat().st_ino == before["index.html"]
+    assert (site / "runs" / "a.html").stat().st_ino != before["runs/a.html"]
+    assert (site / "runs" / "b.html").stat().st_ino != before["runs/b.html"]
+    assert {rel: (site / rel).read_text() for rel in ("index.html", "runs/a.html", "runs/b.html", "runs/c.html")} == {
+        "index.html": "same", "runs/a.html": "run A", "runs/b.html": "run bb", "runs/c.html": "run c"}
+    assert (site / "index.html").stat().st_nlink == 1  # the old site is gone: the file is the new site's alone
+
+
+def test_a_link_in_the_old_site_is_not_followed_and_without_hard_links_the_file_is_written(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _build(site, {"index.html": "page", "other.html": "page"})
+    outside = tmp_path / "outside.html"
+    outside.write_text("page")
+    (site / "other.html").unlink()
+    (site / "other.html").symlink_to(outside)
+    _build(site, {"index.html": "page", "other.html": "page"})
+    assert not (site / "other.html").is_symlink() and (site / "other.html").read_text() == "page"
+    assert outside.stat().st_nlink == 1
+
+    def no_links(*args, **kwargs):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr("reportgen.render.output.os.link", no_links)  # a file system without hard links
+    inode = (site / "index.html").stat().st_ino
+    _build(site, {"index.html": "page", "other.html": "page"})
+    assert (site / "index.html").read_text() == "page" and (site / "index.html").stat().st_ino != inode
