@@ -153,9 +153,11 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     metrics = [c for c in frame.columns if c not in METRIC_FRAME_COLUMNS]
     # Which metrics each run logged, counted once for the whole frame; only those are looked at per run.
     counts = frame.groupby("run", sort=True)[metrics].count() if values and metrics else None
+    logged = counts.to_numpy() > 0 if counts is not None else None
+    row = {run: at for at, run in enumerate(counts.index)} if counts is not None else {}
 
     def own(run: object) -> list[str]:
-        return [m for m, n in counts.loc[run].items() if n] if counts is not None else []
+        return [m for m, yes in zip(metrics, logged[row[run]], strict=True) if yes] if logged is not None else []
 
     by_run = frame.groupby("run", sort=True)
     if recall is None and workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
