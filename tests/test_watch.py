@@ -3,6 +3,7 @@ fails, and the site served on loopback with pages that reload themselves after a
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_LOGS
 
+from reportgen import watch as watch_module
 from reportgen.errors import ReportgenError
 from reportgen.serve import (
     REFRESH,
@@ -26,7 +28,13 @@ from reportgen.serve import (
     start_server,
     with_refresh,
 )
-from reportgen.watch import NETWORK_FILE_SYSTEMS, Watch, mount_type, run
+from reportgen.watch import (
+    NETWORK_FILE_SYSTEMS,
+    Watch,
+    collected_after,
+    mount_type,
+    run,
+)
 
 # How long a test waits for a build that a change should cause: a bound on a hang, not a speed target.
 PATIENCE = 120.0
@@ -437,3 +445,56 @@ def test_what_the_watcher_held_of_the_logs_is_in_the_cache_when_it_stops(tmp_pat
     after = open_cache(logs)
     ingest(logs, cache=after)
     assert after.reads == 0 and after.hits > 0
+
+
+class _Cycle:
+    """An object in a reference cycle, which only the cycle collector frees; `freed` hears when it is."""
+
+    def __init__(self, freed: list[str]):
+        self.me, self.freed = self, freed
+
+    def __del__(self):
+        self.freed.append("freed")
+
+
+def test_the_cycle_collector_is_held_during_a_build_and_run_once_after_it():
+    freed: list[str] = []
+    assert gc.isenabled()
+    with collected_after():
+        assert not gc.isenabled()
+        _Cycle(freed)
+        for _ in range(10_000):  # allocations that would set off automatic collections
+            _ = [[] for _ in range(10)]
+        assert freed == []
+    assert gc.isenabled() and freed == ["freed"]  # collected at the end
+
+
+def test_a_caller_that_holds_the_collector_itself_keeps_it_held():
+    """Counter-example: where the collector was off before (a page worker), it stays off and nothing is collected."""
+    freed: list[str] = []
+    gc.disable()
+    try:
+        with collected_after():
+            _Cycle(freed)
+        assert not gc.isenabled() and freed == []
+    finally:
+        gc.enable()
+        gc.collect()
+
+
+def test_the_watchers_builds_run_with_the_collector_held(tmp_path, monkeypatch):
+    logs = copied_logs(tmp_path)
+    held: list[bool] = []
+    real = watch_module.build
+
+    def build(*args, **kwargs):
+        held.append(not gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(watch_module, "build", build)
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.2, jobs=1))
+    try:
+        watching.version(1)
+    finally:
+        watching.close()
+    assert held == [True] and gc.isenabled()
