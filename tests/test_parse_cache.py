@@ -584,3 +584,40 @@ def test_a_log_that_grows_at_every_build_of_a_watch_is_written_to_the_cache_at_m
     grow(103)
     ingest(logs, cache=open_cache(logs))
     assert entry.read_bytes() != flushed  # a build's cache writes at once
+
+
+def test_a_watchers_cache_loads_an_entry_from_the_disk_once_and_keeps_it_while_its_file_is_read(tmp_path, monkeypatch):
+    """The watcher's cache (write_every) keeps the entries of the last build in memory: an unchanged file is
+    loaded without reading its entry from the disk again (an entry is what its reader made of the file with its
+    signature, whatever the disk holds since). Counter-examples: a build's cache reads the disk every time, and
+    an entry of a file no longer there is let go."""
+    logs = tmp_path / "logs"
+    (logs / "a").mkdir(parents=True)
+    (logs / "b").mkdir()
+    event_log(logs / "a" / "events.jsonl", run="a")
+    event_log(logs / "b" / "events.jsonl", run="b")
+    first = ingest(logs, cache=open_cache(logs))  # a build's cache: the entries on the disk
+    opened: list[str] = []
+    real_open = Path.open
+
+    def counted(self, *args, **kwargs):
+        if self.name.endswith(".entry"):
+            opened.append(self.name)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counted)
+    build_cache = open_cache(logs)
+    ingest(logs, cache=build_cache)
+    assert len(opened) == 2 and (build_cache.hits, build_cache.reads) == (2, 0)
+    opened.clear()
+    watching = open_cache(logs, write_every=3600)
+    ingest(logs, cache=watching)
+    assert len(opened) == 2 and (watching.hits, watching.reads) == (2, 0)  # the watcher's first build: from the disk
+    for entry in watching.folder.glob("*.entry"):
+        entry.unlink()  # what the disk holds no longer matters to it
+    again = ingest(logs, cache=watching)
+    assert len(opened) == 2 and (watching.hits, watching.reads) == (2, 0)
+    pd.testing.assert_frame_equal(again.metrics, first.metrics)
+    shutil.rmtree(logs / "b")
+    ingest(logs, cache=watching)
+    assert len(watching.known) == 1

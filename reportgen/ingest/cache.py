@@ -198,7 +198,8 @@ class ParseCache:
     of its last writing is held in memory and written later (at a build `write_every` after, or `flush`):
     a log that grows at every build is not written whole to the disk at every build. An entry not written
     yet when the process ends leaves the one written before, whose log has only grown since: the next
-    build reads it on from there."""
+    build reads it on from there. Such a process also keeps the entries of its last build in memory (`known`),
+    so that an unchanged file's entry is read from the disk once, not at every build."""
 
     def __init__(self, folder: Path, write_every: float = 0.0):
         self.folder = folder
@@ -206,6 +207,9 @@ class ParseCache:
         self.used: set[str] = set()
         self.hits = self.reads = 0  # files loaded from the cache, files read (whole or on from where they stopped)
         self.held: dict[str, tuple[tuple[str, str, str], Entry]] = {}  # entries not written yet, by name
+        # A long-lived process's entries of the last build, by name, written or not: loaded from the disk once.
+        # An entry is what its reader made of a file with its signature, whatever the disk holds since.
+        self.known: dict[str, tuple[tuple[str, str, str], Entry]] = {}
         self.written: dict[str, float] = {}  # when each entry was last written (time.monotonic)
 
     def begin(self) -> None:
@@ -220,8 +224,8 @@ class ParseCache:
         """The entry kept for this file, whatever its signature; None when there is none or it cannot be trusted."""
         name = self._name(kind, rel, context)
         self.used.add(name)
-        if name in self.held:
-            key, entry = self.held[name]
+        if name in self.held or name in self.known:
+            key, entry = self.held.get(name) or self.known[name]
             return entry if key == (kind, rel, context) else None
         path = self.folder / name
         if not private(path):
@@ -231,12 +235,18 @@ class ParseCache:
                 key, entry = pickle.load(handle)
         except Exception:  # noqa: BLE001 - a damaged or unreadable entry is a miss
             return None
-        return entry if key == (kind, rel, context) and isinstance(entry, Entry) else None
+        if key != (kind, rel, context) or not isinstance(entry, Entry):
+            return None
+        if self.write_every:
+            self.known[name] = (key, entry)
+        return entry
 
     def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
         """Keep an entry: written now, or held until `write_every` has passed since it was last written."""
         name = self._name(kind, rel, context)
         self.used.add(name)
+        if self.write_every:
+            self.known[name] = ((kind, rel, context), entry)
         if self.write_every and time.monotonic() - self.written.get(name, -math.inf) < self.write_every:
             self.held[name] = ((kind, rel, context), entry)
             return
@@ -269,6 +279,7 @@ class ParseCache:
         """Entries of files this build did not ask for (deleted, renamed or rotated logs) are thrown away; the
         held entries due to be written are written."""
         self.held = {name: held for name, held in self.held.items() if name in self.used}
+        self.known = {name: known for name, known in self.known.items() if name in self.used}
         self.flush(due_only=True)
         try:
             for path in self.folder.iterdir():
