@@ -331,18 +331,38 @@ def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
     return end, text, [pace.first.evidence, pace.last.evidence]
 
 
+def _late_lots(plan: Plan, clock: Clock) -> dict[int, datetime]:
+    """The lots whose work is projected past their end (by their place in the order, in order), each with the
+    latest projected end of its late steps: a GPU step is its GPU's lot's; a cpu or human step, judged against
+    the last lot's end, the last lot's."""
+    resource = {step.id: step.resource for step in plan.schedule.steps}
+    late: dict[int, datetime] = {}
+    for step in clock.late:
+        if step.end is None:
+            continue
+        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), len(clock.lots) - 1)
+        late[index] = max(late.get(index, step.end), step.end)
+    return dict(sorted(late.items()))
+
+
 def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepForecast]) -> list[LotOption]:
-    """R8, when the projection passes the lot's end: a lot of the catalogue long enough for the projected span,
-    and the projection without the useful and exploratory steps still to come (`without`: the others placed again)."""
-    end = clock.projected_end
-    if end is None or clock.overrun_hours <= 0:
+    """R8, when the projection passes the lot's end: for each lot whose work is projected past its end, the lots
+    of the catalogue for its GPUs, each saying whether it is long enough for that lot's projected span (from the
+    lot's start to its late work's end); and the projection without the useful and exploratory steps still to
+    come (`without`: the others placed again)."""
+    if clock.projected_end is None or clock.overrun_hours <= 0:
         return []
-    span = hours_between(clock.window_start, end)
-    lot = plan.order.lots[0]
-    options = [LotOption("catalogue", entry.label, entry.days * 24.0 >= span,
-                         f"{entry.days} days: a {entry.days * 24:g} h window for the {figure(span)} h projected")
-               for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
-                                   key=lambda c: (c.price, c.days))]
+    options = []
+    several = len(plan.order.lots) > 1
+    for index, end in _late_lots(plan, clock).items():
+        lot, start = plan.order.lots[index], clock.lots[index].start
+        span = hours_between(start, end)
+        instead = f" in place of {lot.label}" if several else ""  # which lot it would replace, when there are several
+        options += [LotOption("catalogue", entry.label + instead, entry.days * 24.0 >= span,
+                              f"{entry.days} days{instead}: a {entry.days * 24:g} h window for the {figure(span)} h "
+                              "projected" + (f" from its start ({start:%Y-%m-%d %H:%M})" if several else ""))
+                    for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
+                                        key=lambda c: (c.price, c.days))]
     if optional:
         rest = [s for s in clock.steps if s.state == RUNNING and s.end is not None] + [f for f in without if f.end]
         last = max((s.end for s in rest if s.end is not None), default=clock.now)
