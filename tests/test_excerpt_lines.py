@@ -3,11 +3,15 @@ file gives, whatever the block size, the line lengths and where the file ends.""
 
 from __future__ import annotations
 
+import importlib
 import random
 
 import pytest
 
-from reportgen.ingest.excerpts import MAX_EXCERPT_LINE, _line_heads
+from reportgen.ingest.excerpts import MAX_EXCERPT_LINE, _line_heads, excerpts
+from reportgen.recall import Recall
+
+excerpts_module = importlib.import_module("reportgen.ingest.excerpts")  # the package's `excerpts` is the function
 
 
 def plain_heads(path, numbers: set[int]) -> dict[int, bytes]:
@@ -37,3 +41,37 @@ def test_a_line_after_the_last_is_not_found(tmp_path):
     path = tmp_path / "log.txt"
     path.write_bytes(b"one\ntwo\n")
     assert _line_heads(path, [2, 3]) == {2: b"two\n"}
+
+
+def _counted(monkeypatch) -> list[str]:
+    """The files whose lines are looked for (by _line_heads), in order."""
+    read: list[str] = []
+    real = excerpts_module._line_heads
+    monkeypatch.setattr(excerpts_module, "_line_heads", lambda path, numbers, *rest: read.append(path.name) or real(path, numbers, *rest))
+    return read
+
+
+def test_with_a_recall_an_unchanged_files_quotes_are_the_last_builds(tmp_path, monkeypatch):
+    """The watcher's recall keeps each text file's quotes under its signature and cited lines: an unchanged log is
+    not read again. Counter-examples: a log that grew, and other cited lines, are quoted again; the quotes are
+    always those a build without the recall makes."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text("".join(f"line {n}\n" for n in range(1, 40)), encoding="utf-8")
+    (logs / "b.log").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    read = _counted(monkeypatch)
+    recall = Recall()
+    cited = {"a.log": {5, 30}, "b.log": {2}}
+    first = excerpts(logs, cited, recall=recall)
+    recall.settle()
+    assert read == ["a.log", "b.log"] and first == excerpts(logs, cited)
+    read.clear()
+    assert excerpts(logs, cited, recall=recall) == first and read == []
+    recall.settle()
+    with (logs / "b.log").open("a", encoding="utf-8") as handle:
+        handle.write("four\n")
+    again = excerpts(logs, {"a.log": {5, 31}, "b.log": {2}}, recall=recall)  # b.log: the same line, the file grown
+    recall.settle()
+    assert read == ["a.log", "b.log"] and again == excerpts(logs, {"a.log": {5, 31}, "b.log": {2}})
+    assert again["b.log"][-1].lines[-1] == "four"
+

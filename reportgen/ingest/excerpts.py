@@ -15,20 +15,24 @@ import pandas as pd
 
 from reportgen.boundary import open_file, refusal
 from reportgen.errors import during
+from reportgen.ingest.cache import signature
 from reportgen.model import Campaign, Excerpt, QuotedRecord
+from reportgen.recall import Recall, digest
 
 MAX_EXCERPT_LINE = 400  # characters of a line kept for quoting; a longer line is marked cut
 
 
 def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
-             campaign: Campaign | None = None) -> dict[str, list[Excerpt]]:
+             campaign: Campaign | None = None, recall: Recall | None = None) -> dict[str, list[Excerpt]]:
     """The cited lines of each file with `context` lines around them; for a binary file, the cited
-    records as `campaign` holds them."""
+    records as `campaign` holds them. With `recall` (held by the watcher), a text file's quotes are those of
+    the last build when the file's signature (ingest/cache.py) and its cited lines are the same: a long log
+    is not read again to its end at every build for the lines it cites."""
     out: dict[str, list[Excerpt]] = {}
     root = logs.resolve()
     for rel, lines in sorted(cited.items()):
         with during(f"quoting {rel}"):
-            _quote(logs, root, rel, lines, context, campaign, out)
+            _quote(logs, root, rel, lines, context, campaign, out, recall)
     return out
 
 
@@ -57,17 +61,29 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
 
 
 def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, campaign: Campaign | None,
-           out: dict[str, list[Excerpt]]) -> None:
+           out: dict[str, list[Excerpt]], recall: Recall | None) -> None:
     """The cited lines of one file, with `context` lines around them, into out[rel]."""
     wanted = sorted(n for n in lines if n and n > 0)
     path = logs / rel
     if not wanted or refusal(root, path) is not None:
         return
     with open_file(path) as handle:
-        if b"\x00" in handle.read(8192):
-            if campaign is not None:
-                out[rel] = _records(rel, wanted, campaign)
-            return
+        head = handle.read(8192)
+    if b"\x00" in head:
+        if campaign is not None:
+            out[rel] = _records(rel, wanted, campaign)
+        return
+    now = signature(path, b"") if recall is not None else None
+    if now is None:
+        out[rel] = _quoted(path, wanted, context)
+        return
+    # Kept under the signature taken before quoting: a file written to meanwhile has another at the next build.
+    out[rel] = recall.each("quote", [rel], [digest(rel, now, wanted, context)],
+                           lambda _todo: [_quoted(path, wanted, context)])[0]
+
+
+def _quoted(path: Path, wanted: list[int], context: int) -> list[Excerpt]:
+    """The lines `wanted` of a text file, with `context` lines around them."""
     ranges: list[list[int]] = []
     for n in wanted:
         lo, hi = max(1, n - context), n + context
@@ -84,7 +100,7 @@ def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, camp
             text = text[:MAX_EXCERPT_LINE]
             cut.add(number)
         texts[number] = text
-    out[rel] = [
+    return [
         Excerpt(lo, tuple(texts[n] for n in range(lo, hi + 1) if n in texts), frozenset(n for n in wanted if lo <= n <= hi),
                 cut=frozenset(n for n in cut if lo <= n <= hi))
         for lo, hi in ranges
