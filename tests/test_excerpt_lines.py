@@ -4,11 +4,14 @@ file gives, whatever the block size, the line lengths and where the file ends.""
 from __future__ import annotations
 
 import importlib
+import math
 import random
 
 import pytest
 
+from reportgen.ingest import ingest
 from reportgen.ingest.excerpts import MAX_EXCERPT_LINE, _line_heads, excerpts
+from reportgen.model import QuotedRecord
 from reportgen.recall import Recall
 
 excerpts_module = importlib.import_module("reportgen.ingest.excerpts")  # the package's `excerpts` is the function
@@ -75,3 +78,22 @@ def test_with_a_recall_an_unchanged_files_quotes_are_the_last_builds(tmp_path, m
     assert read == ["a.log", "b.log"] and again == excerpts(logs, {"a.log": {5, 31}, "b.log": {2}})
     assert again["b.log"][-1].lines[-1] == "four"
 
+
+
+def test_a_binary_files_cited_records_are_quoted_as_read_a_nan_kept_and_a_value_not_logged_left_out(tmp_path):
+    """A TensorBoard file's cited records, quoted from what reportgen read of them: each row of a record with its
+    step and the values it logged (a NaN logged is a value; a metric the row did not log is not shown), a record
+    of two summaries as two rows, and a record with nothing read as none."""
+    from test_tensorboard_speed_shape import MIXED
+
+    logs = tmp_path / "logs"
+    (logs / "r").mkdir(parents=True)
+    name = "events.out.tfevents.1796244583.vm.6803.0"
+    (logs / "r" / name).write_bytes(b"".join(MIXED))
+    campaign = ingest(logs)
+    quoted = {e.first_line: e.records for e in excerpts(logs, {f"r/{name}": {1, 2, 4, 5, 7}}, campaign=campaign)[f"r/{name}"]}
+    assert quoted[1] == () and quoted[7] == ()  # no values; Lightning's placeholder, left out
+    assert quoted[2] == (QuotedRecord(1, (("loss", 0.5),)),)
+    [nan] = quoted[4]
+    assert nan.step == 1 and [(n, math.isnan(v)) for n, v in nan.values] == [("eval/acc", True)]
+    assert quoted[5] == (QuotedRecord(2, (("loss", 0.375),)), QuotedRecord(2, (("lr", 0.125),)))

@@ -47,13 +47,19 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
     names = campaign.metric_names()
     problems = {p.line: p.message for info in campaign.inputs if info.path == rel for p in info.problems}
     spelled = campaign.spellings.get(rel, {})  # a tag read under the run's own name is shown as written
+    # The rows' cells as Python objects, one array for all (a row at a time would make a Series of each): a
+    # value logged as NaN is a float, one not logged is missing.
+    cells = rows.to_numpy(dtype=object)
+    at = {name: index for index, name in enumerate(rows.columns)}
+    numbers = rows["line"].to_numpy()
     out = []
     for number in wanted:
         read = []
-        for _, row in rows[rows["line"] == number].iterrows():
-            values = tuple((spelled.get(name, name), float(row[name])) for name in names if not pd.isna(row[name])
-                           or (isinstance(row[name], float) and row[name] != row[name]))
-            read.append(QuotedRecord(None if pd.isna(row["step"]) else int(row["step"]), values))
+        for row in cells[numbers == number]:
+            values = tuple((spelled.get(name, name), float(value)) for name in names
+                           if not pd.isna(value := row[at[name]]) or (isinstance(value, float) and value != value))
+            step = row[at["step"]]
+            read.append(QuotedRecord(None if pd.isna(step) else int(step), values))
         if number in problems:
             read.append(QuotedRecord(None, (), problems[number]))
         out.append(Excerpt(number, (), frozenset([number]), unit="record", records=tuple(read)))
