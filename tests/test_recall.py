@@ -137,3 +137,28 @@ def test_the_plan_is_parsed_again_only_when_its_text_changed(tmp_path, monkeypat
     plan.write_text("# edited\n" + plan.read_text(encoding="utf-8"), encoding="utf-8")
     load.load_plan(plan, recall)
     assert len(parsed) == 3  # the edited plan parsed (and the plain load above)
+
+
+def test_a_builds_frame_is_digested_once_before_the_runs_are_renamed_and_once_after(monkeypatch):
+    """The digests of the runs' rows are worked out for the frame merging looks at, then once for the sorted frame
+    of the built runs, which the continuations and the analysis's paces share (Campaign.run_digests). Counter-
+    example: without a recall nothing is digested."""
+    from reportgen import model
+    from reportgen.analysis import analyse
+    from reportgen.ingest import identity, ingest
+    from reportgen.plan.load import load_plan
+
+    frames: list[int] = []
+
+    def counted(frame, by):
+        frames.append(id(frame))
+        return frame_digests(frame, by)
+
+    monkeypatch.setattr(identity, "frame_digests", counted)
+    monkeypatch.setattr(model, "frame_digests", counted)
+    plan = load_plan(SAMPLE_LOGS / "plan.yaml").plan
+    for recall, digested in ((None, 0), (Recall(), 2)):
+        frames.clear()
+        campaign = ingest(SAMPLE_LOGS, exclude={SAMPLE_LOGS / "plan.yaml"}, recall=recall)
+        analyse(plan, campaign, recall=recall)
+        assert len(frames) == digested and len(set(frames)) == digested

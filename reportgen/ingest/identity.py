@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
@@ -140,10 +140,11 @@ class _Trace:
 
 
 def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = True, jobs: int = 1,
-            recall: Recall | None = None) -> dict[str, _Trace]:
+            recall: Recall | None = None, digests: Callable[[], dict[str, bytes]] | None = None) -> dict[str, _Trace]:
     """Each run's (or source's) trace, the runs shared among up to `jobs` workers; without `values`,
     only its steps, times and loggers (and `trained` is not worked out). With `recall`, the trace of a run
-    whose rows are the same as at the last build is that build's.
+    whose rows are the same as at the last build is that build's; `digests` gives the frame's digests by run
+    (recall.frame_digests) when the caller holds them (the campaign's, for its frame), else they are worked out.
 
     A metric's values are kept as (step, float32 bits) keys: two loggers of one run agree to float32
     precision (TensorBoard keeps float32), and a step may hold several values (a final evaluation
@@ -166,7 +167,7 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     paths = frame["path"].to_numpy()
     entries = [(str(run), run, own(run), _loggers(pd.unique(paths[rows[run]]), formats))
                for run in sorted(rows)]
-    digests = frame_digests(frame, "run") if recall is not None else {}
+    digests = ({} if recall is None else digests() if digests is not None else frame_digests(frame, "run"))
 
     def make(todo: list[tuple[str, object, list[str], frozenset[str]]]) -> list[_Trace]:
         groups = [(frame.take(rows[run]), mine, loggers) for _name, run, mine, loggers in todo]
@@ -324,7 +325,7 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
           recall: Recall | None = None) -> Merged:
     """Decide which sources are one run and name each run; nothing is renamed here. `recall`: see _traces."""
     formats = {info.path: info.format for info in campaign.inputs}
-    traces = _traces(campaign.metrics, formats, jobs=jobs, recall=recall)
+    traces = _traces(campaign.metrics, formats, jobs=jobs, recall=recall)  # not the campaign's digests: renamed next, in place
     keys = sorted(set(sources) | set(traces))
     for key in keys:  # a key no reader described (a record naming a run no source has): a run of its own
         sources.setdefault(key, Source(key, "reportgen-events", key, Evidence(""), declared=True))
@@ -1284,7 +1285,8 @@ def _continuations(campaign: Campaign, recall: Recall | None = None) -> bool:
     True when a continuation's inherited records were given back to the run it continues."""
     gave_back = False
     runs = campaign.runs
-    traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False, recall=recall)
+    traces = _traces(campaign.metrics, {info.path: info.format for info in campaign.inputs}, values=False, recall=recall,
+                     digests=campaign.run_digests)  # the campaign's: worked out once for this frame, the analysis's too
     checkpoints: dict[str, list[Checkpoint]] = {}
     for check in campaign.checkpoints:
         checkpoints.setdefault(check.run, []).append(check)
