@@ -381,9 +381,7 @@ class RunCharts(Mapping[str, list[MetricChart]]):
         self.groups = campaign.frames_by_run() if len(campaign.metrics) else {}
         self.logged = campaign.metrics_by_run() if self.groups else {}
         self.arrays: dict[str, _Rows] = {}  # each run's rows converted once, for its own charts and its family's
-        self.row_digests: dict[str, bytes] = {}  # each run's rows as a digest (key)
         self.plan_digest: bytes | None = None
-        self.campaign_hashes: np.ndarray | None = None
 
     def __getitem__(self, run_id: str) -> list[MetricChart]:
         if run_id not in self.groups:
@@ -399,23 +397,11 @@ class RunCharts(Mapping[str, list[MetricChart]]):
                       self._plan(), self.points)
 
     def _rows(self, run_id: str) -> bytes | None:
+        """A run's rows (every cell, their order, the columns and their types: Campaign.run_digests, worked out
+        once for the campaign's frame and shared with the analysis) and the metrics it logged, as one digest."""
         if run_id not in self.groups:
             return None
-        if run_id not in self.row_digests:
-            group = self.groups[run_id]
-            self.row_digests[run_id] = digest(list(group.columns), self._row_hashes(group).tobytes(), self.logged.get(run_id))
-        return self.row_digests[run_id]
-
-    def _row_hashes(self, group: pd.DataFrame) -> np.ndarray:
-        """A hash of each of a run's rows: taken from the hashes of every row of the campaign, worked out once,
-        when the run's rows are rows of that frame by position (its index is 0, 1, 2...); else its own."""
-        metrics = self.analysis.campaign.metrics
-        index = metrics.index
-        if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
-            return pd.util.hash_pandas_object(group, index=False).to_numpy()
-        if self.campaign_hashes is None:
-            self.campaign_hashes = pd.util.hash_pandas_object(metrics, index=False).to_numpy()
-        return self.campaign_hashes[group.index.to_numpy()]
+        return digest(self.analysis.campaign.run_digests().get(run_id), self.logged.get(run_id))
 
     def _plan(self) -> bytes:
         if self.plan_digest is None:
