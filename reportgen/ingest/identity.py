@@ -164,8 +164,9 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     if recall is None and workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
         return {str(run): _trace(group, own(run), _loggers(group["path"].unique(), formats), values) for run, group in by_run}
     rows = by_run.indices
-    paths = frame["path"].to_numpy()
-    entries = [(str(run), run, own(run), _loggers(pd.unique(paths[rows[run]]), formats))
+    codes, paths = pd.factorize(frame["path"], use_na_sentinel=False)  # each file once: a run's files are found by their codes, counted
+    entries = [(str(run), run, own(run), _loggers(paths[np.bincount(codes[rows[run]], minlength=len(paths)).nonzero()[0]],
+                                                  formats))
                for run in sorted(rows)]
     digests = ({} if recall is None else digests() if digests is not None else frame_digests(frame, "run"))
 
