@@ -246,6 +246,9 @@ class InputFile:
     problems_not_shown: int = 0
     cut_off: bool = False  # the file ends mid-record: its writer was stopped
     notes: list[str] = field(default_factory=list)  # how the file was read, when that is worth knowing
+    # The last problem counted past the display cap, (line, message): a cut-off last record reported there is
+    # still known for what it is (a record being written during the lot is no damage: ingest._being_written).
+    last_not_shown: tuple[int | None, str] | None = None
 
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""
@@ -255,6 +258,7 @@ class InputFile:
             self.problems.append(Problem(line, message))
         else:
             self.problems_not_shown += 1
+            self.last_not_shown = (line, message)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
 from reportgen.build import prepare
 from reportgen.cli import cli
-from reportgen.ingest import WRITING_SECONDS
+from reportgen.ingest import WRITING_SECONDS, ingest
+from reportgen.model import MAX_PROBLEMS_PER_FILE
 
 CUT = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # during train-r16: lora-r16-2 resumed, at step 1,330
 
@@ -262,6 +263,30 @@ def test_a_last_line_cut_off_is_damage_when_the_file_stopped_changing_or_the_bui
     run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
     assert run["status"] == "interrupted" and "cut off" in run["status_reason"]
 
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["while written", "a build"])
+def test_a_line_being_written_past_the_shown_problems_is_no_damage_either(tmp_path, live):
+    """A log with more damaged lines than a file's problems show (MAX_PROBLEMS_PER_FILE) whose last line is
+    being written: the cut is counted past the cap, not shown, and is still known for what it is, so that the
+    live build counts the file as the same file without that line. Counter-example: a build reports it."""
+    logs = tmp_path / "logs"
+    (logs / "r").mkdir(parents=True)
+    rows = [json.dumps({"ts": "2026-11-02T09:00:00Z", "type": "metric", "run": "r", "step": step, "metrics": {"loss": 1.0}})
+            for step in range(1, MAX_PROBLEMS_PER_FILE + 61)]
+    stray = "a stray print\n"  # a damaged line after each row, for all but the last ten rows
+    whole = "".join(row + "\n" + (stray if step <= MAX_PROBLEMS_PER_FILE + 50 else "") for step, row in enumerate(rows, 1))
+    log = logs / "r" / "events.jsonl"
+    log.write_text(whole, encoding="utf-8")
+    complete = next(i for i in ingest(logs).inputs if i.path == "r/events.jsonl")
+    log.write_text(whole + rows[-1][:30], encoding="utf-8")
+    now = datetime.fromtimestamp(log.stat().st_mtime, UTC) + timedelta(seconds=5)
+    info = next(i for i in ingest(logs, live=now if live else None).inputs if i.path == "r/events.jsonl")
+    counts = (info.lines, info.skipped, len(info.problems), info.problems_not_shown, info.cut_off)
+    if live:
+        assert counts == (complete.lines, complete.skipped, MAX_PROBLEMS_PER_FILE, 50, False)
+    else:
+        assert counts == (complete.lines + 1, complete.skipped + 1, MAX_PROBLEMS_PER_FILE, 51, True)
 
 def test_each_item_left_on_the_machine_is_judged_by_its_own_runs_transfer_time(tmp_path):
     """lora-r64-1's checkpoints copy off slowly (300 s each, say a larger adapter); lora-r16-2's in about 41 s.

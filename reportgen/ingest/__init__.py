@@ -212,13 +212,22 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
             continue
         info.cut_off = False
         # The reader's problem for the cut: the last it reported that says so (readers report it last, at the
-        # file's last line for a line-based file), with the line or record it counted as skipped.
-        cut = next((p for p in reversed(info.problems) if "cut off" in p.message
-                    and (info.lines is None or p.line in (None, info.lines))), None)
+        # file's last line for a line-based file), with the line or record it counted as skipped. Past the
+        # display cap, it is the last problem counted and not shown.
+        def the_cut(line: int | None, message: str) -> bool:
+            return "cut off" in message and (info.lines is None or line in (None, info.lines))
+
+        found = next((p for p in reversed(info.problems) if the_cut(p.line, p.message)), None)
+        cut: tuple[int | None, str] | None = None
+        if found is not None:
+            info.problems.remove(found)
+            cut = (found.line, found.message)
+        elif info.problems_not_shown and info.last_not_shown is not None and the_cut(*info.last_not_shown):
+            info.problems_not_shown -= 1
+            cut, info.last_not_shown = info.last_not_shown, None
         if cut is not None:
-            info.problems.remove(cut)
             info.skipped = max(0, info.skipped - 1)
-            if info.lines is not None and cut.line == info.lines:
+            if info.lines is not None and cut[0] == info.lines:
                 info.lines -= 1
         info.notes.append(f"its last record is being written (the file changed {max(0.0, age):.0f} s before this build): "
                           "read once it is whole")
