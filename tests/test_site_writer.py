@@ -4,6 +4,7 @@ the build (two pages under one name), refused instead of silently replacing the 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_a_file_the_site_holds_with_the_same_bytes_is_linked_from_it_not_written
     assert (site / "index.html").stat().st_nlink == 1  # the old site is gone: the file is the new site's alone
 
 
-def test_a_link_in_the_old_site_is_not_followed_and_without_hard_links_the_file_is_written(tmp_path, monkeypatch):
+def test_a_link_in_the_old_site_is_not_followed(tmp_path):
     site = tmp_path / "site"
     _build(site, {"index.html": "page", "other.html": "page"})
     outside = tmp_path / "outside.html"
@@ -64,10 +65,46 @@ def test_a_link_in_the_old_site_is_not_followed_and_without_hard_links_the_file_
     assert not (site / "other.html").is_symlink() and (site / "other.html").read_text() == "page"
     assert outside.stat().st_nlink == 1
 
+
+def test_a_site_file_with_another_name_outside_the_site_is_written_not_shared(tmp_path):
+    """A backup of the site made with hard links (cp -al, rsync --link-dest) shares its files' inodes: linking one
+    into the new site would tie the live site to the backup. Counter-example: the file of its own beside it is linked."""
+    site = tmp_path / "site"
+    _build(site, {"index.html": "page", "report.json": "{}"})
+    backup = tmp_path / "backup.json"
+    os.link(site / "report.json", backup)
+    own = (site / "index.html").stat().st_ino
+    _build(site, {"index.html": "page", "report.json": "{}"})
+    assert (site / "report.json").stat().st_ino != backup.stat().st_ino and backup.stat().st_nlink == 1
+    assert (site / "index.html").stat().st_ino == own
+
+
+def test_without_hard_links_the_file_is_written(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _build(site, {"index.html": "page"})
+
     def no_links(*args, **kwargs):
         raise OSError(1, "Operation not permitted")
 
     monkeypatch.setattr("reportgen.render.output.os.link", no_links)  # a file system without hard links
     inode = (site / "index.html").stat().st_ino
-    _build(site, {"index.html": "page", "other.html": "page"})
+    _build(site, {"index.html": "page"})
     assert (site / "index.html").read_text() == "page" and (site / "index.html").stat().st_ino != inode
+
+
+def test_a_file_replaced_between_its_comparison_and_its_link_is_written(tmp_path, monkeypatch):
+    """Counter-example of the link: what was compared must be what is linked. A file renamed over the old one in
+    between (its bytes other) is not linked: the new site gets the bytes of this build."""
+    site = tmp_path / "site"
+    _build(site, {"index.html": "page"})
+    real_link = os.link
+
+    def replaced_first(source, target, **kwargs):
+        swap = tmp_path / "swap"
+        swap.write_text("gone")
+        os.replace(swap, source)
+        real_link(source, target, **kwargs)
+
+    monkeypatch.setattr("reportgen.render.output.os.link", replaced_first)
+    _build(site, {"index.html": "page"})
+    assert (site / "index.html").read_text() == "page"

@@ -110,14 +110,20 @@ class SiteWriter:
             path.write_bytes(content)
 
     def _linked(self, rel: str, path: Path, content: bytes) -> bool:
-        """Whether the site in place holds `rel` as a plain file with exactly `content`, now linked at `path`.
-        Anything else (no such file, other bytes, a link, a file system without hard links) is written."""
+        """Whether the site in place holds `rel` as a plain file of its own with exactly `content`, now linked at
+        `path`. Anything else is written: no such file, other bytes, a link, a file that has other names too (a
+        backup made with hard links: the new site would share it), one replaced while it was compared, a file
+        system without hard links."""
         old = self.out / rel
         try:
             found = os.lstat(old)
-            if not stat.S_ISREG(found.st_mode) or found.st_size != len(content) or old.read_bytes() != content:
+            if (not stat.S_ISREG(found.st_mode) or found.st_nlink != 1 or found.st_size != len(content)
+                    or old.read_bytes() != content):
                 return False
             os.link(old, path, follow_symlinks=False)
+            if os.lstat(path).st_ino != found.st_ino:  # replaced since it was compared: not the bytes compared
+                path.unlink()
+                return False
         except OSError:
             return False
         return True
