@@ -217,11 +217,11 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
         def the_cut(line: int | None, message: str) -> bool:
             return "cut off" in message and (info.lines is None or line in (None, info.lines))
 
-        found = next((p for p in reversed(info.problems) if the_cut(p.line, p.message)), None)
+        shown = next((p for p in reversed(info.problems) if the_cut(p.line, p.message)), None)
         cut: tuple[int | None, str] | None = None
-        if found is not None:
-            info.problems.remove(found)
-            cut = (found.line, found.message)
+        if shown is not None:
+            info.problems.remove(shown)
+            cut = (shown.line, shown.message)
         elif info.problems_not_shown and info.last_not_shown is not None and the_cut(*info.last_not_shown):
             info.problems_not_shown -= 1
             cut, info.last_not_shown = info.last_not_shown, None
