@@ -443,21 +443,29 @@ def test_a_run_at_work_while_the_lot_is_open_is_no_unknown_end_warning(tmp_path)
     assert [w["message"].split(":")[0] for w in after["warnings"] if w["code"] == "unknown_end"] == ["run lora-r16-2"]
 
 
-def test_with_two_lots_the_longer_lots_offered_are_those_of_the_lot_whose_work_runs_late(tmp_path):
-    """Two machines at once: the RTX 4090 lot (gpu0) of the sample and an A100 lot (gpu1) of one day from
-    2026-11-02 12:00, where train-r64 now runs. train-r64 cannot start before the build's now (10:00 on the
-    3rd) and takes its 9 h: it ends past the A100 lot's end. R8's longer lots are the A100's, for that lot's
-    span (its start to train-r64's end, 31 h): one day does not hold it, two days do. Counter-example: the RTX
-    4090 lot, whose work ends within it, is offered no longer lot."""
+def _with_an_a100_lot(tmp_path: Path, hours: dict[str, float] | None = None) -> Path:
+    """The live sample with a second machine: an A100 lot (gpu1) of one day from 2026-11-02 12:00, where
+    train-r64 runs, and the catalogue's A100 lots; `hours`: steps given other planned hours."""
     logs = live_logs(tmp_path)
     plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
     plan["order"]["lots"].append({"label": "A100, 1 day", "gpu": "A100 80GB", "gpus": 1, "gpu_names": ["gpu1"], "days": 1,
                                   "price": 30.0, "start": "2026-11-02T12:00:00+09:00"})
     plan["catalogue"] += [{"label": "A100, 1 day", "gpu": "A100 80GB", "gpus": 1, "days": 1, "price": 30.0},
                           {"label": "A100, 2 days", "gpu": "A100 80GB", "gpus": 1, "days": 2, "price": 55.0}]
-    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")["resource"] = "gpu1"
+    for step in plan["schedule"]["steps"]:
+        step["resource"] = "gpu1" if step["id"] == "train-r64" else step["resource"]
+        step["hours"] = (hours or {}).get(step["id"], step.get("hours"))
     (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
-    clock = clock_of(logs, now=CUT)
+    return logs
+
+
+def test_with_two_lots_the_longer_lots_offered_are_those_of_the_lot_whose_work_runs_late(tmp_path):
+    """Two machines at once: the RTX 4090 lot (gpu0) of the sample and an A100 lot (gpu1) of one day from
+    2026-11-02 12:00, where train-r64 now runs. train-r64 cannot start before the build's now (10:00 on the
+    3rd) and takes its 9 h: it ends past the A100 lot's end. R8's longer lots are the A100's, for that lot's
+    span (its start to train-r64's end, 31 h): one day does not hold it, two days do. Counter-example: the RTX
+    4090 lot, whose work ends within it, is offered no longer lot."""
+    clock = clock_of(_with_an_a100_lot(tmp_path), now=CUT)
     r64 = next(s for s in clock["steps"] if s["id"] == "train-r64")
     assert r64["deadline"] == "2026-11-03T12:00:00+09:00" and r64["end"] == "2026-11-03T19:00:00+09:00"
     catalogue = {o["label"]: o for o in clock["options"] if o["kind"] == "catalogue"}
@@ -466,3 +474,20 @@ def test_with_two_lots_the_longer_lots_offered_are_those_of_the_lot_whose_work_r
     assert catalogue["A100, 2 days in place of A100, 1 day"]["fits"]
     assert catalogue["A100, 2 days in place of A100, 1 day"]["note"] == (
         "2 days in place of A100, 1 day: a 48 h window for the 31 h projected from its start (2026-11-02 12:00)")
+
+
+def test_a_late_step_on_no_gpu_is_the_lot_that_ends_last_s_though_another_is_listed_after_it(tmp_path):
+    """A human step (error-analysis, made 100 h) is judged against the end of the lot that ends last, the RTX
+    4090's (the A100 lot, listed after it, ends first): the longer lots offered for it are the RTX 4090's, for
+    that lot's span. Counter-example: the A100 lot's own late work (train-r64) still gets the A100's."""
+    clock = clock_of(_with_an_a100_lot(tmp_path, {"error-analysis": 100}), now=CUT)
+    analysis = next(s for s in clock["steps"] if s["id"] == "error-analysis")
+    assert analysis["deadline"] == "2026-11-05T09:00:00+09:00" and analysis["end"] > analysis["deadline"]
+    catalogue = {o["label"]: o for o in clock["options"] if o["kind"] == "catalogue"}
+    assert set(catalogue) == {"A100, 1 day in place of A100, 1 day", "A100, 2 days in place of A100, 1 day",
+                              "RTX 4090, 3 days in place of RTX 4090, 3 days", "RTX 4090, 7 days in place of RTX 4090, 3 days",
+                              "RTX 4090, 30 days in place of RTX 4090, 3 days"}
+    span = (datetime.fromisoformat(analysis["end"]) - datetime.fromisoformat("2026-11-02T09:00:00+09:00")).total_seconds() / 3600
+    assert not catalogue["RTX 4090, 3 days in place of RTX 4090, 3 days"]["fits"]
+    assert catalogue["RTX 4090, 7 days in place of RTX 4090, 3 days"]["fits"] == (span <= 7 * 24)
+    assert "from its start (2026-11-02 09:00)" in catalogue["RTX 4090, 7 days in place of RTX 4090, 3 days"]["note"]

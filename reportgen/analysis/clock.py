@@ -334,13 +334,15 @@ def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
 def _late_lots(plan: Plan, clock: Clock) -> dict[int, datetime]:
     """The lots whose work is projected past their end (by their place in the order, in order), each with the
     latest projected end of its late steps: a GPU step is its GPU's lot's; a cpu or human step, judged against
-    the last lot's end, the last lot's."""
+    the end of the lot that ends last (the window's), that lot's (the last of them in the order, when several
+    end then)."""
     resource = {step.id: step.resource for step in plan.schedule.steps}
+    ending_last = max(range(len(clock.lots)), key=lambda i: (clock.lots[i].end, i))
     late: dict[int, datetime] = {}
     for step in clock.late:
         if step.end is None:
             continue
-        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), len(clock.lots) - 1)
+        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), ending_last)
         late[index] = max(late.get(index, step.end), step.end)
     return dict(sorted(late.items()))
 
@@ -360,7 +362,8 @@ def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepFo
         instead = f" in place of {lot.label}" if several else ""  # which lot it would replace, when there are several
         options += [LotOption("catalogue", entry.label + instead, entry.days * 24.0 >= span,
                               f"{entry.days} days{instead}: a {entry.days * 24:g} h window for the {figure(span)} h "
-                              "projected" + (f" from its start ({start:%Y-%m-%d %H:%M})" if several else ""))
+                              "projected" + (f" from its start ({start.astimezone(clock.now.tzinfo):%Y-%m-%d %H:%M})"
+                                             if several else ""))
                     for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
                                         key=lambda c: (c.price, c.days))]
     if optional:
