@@ -116,10 +116,10 @@ def signature(path: Path) -> tuple[int, int, int] | None:
 @contextmanager
 def collected_after() -> Iterator[None]:
     """Python's cycle collector held back while a build runs and the site is put in place, then run once. The
-    watcher holds what every build needs (the parse cache, the page memo, the recall), so each of the hundreds
-    of collections a build would otherwise trigger looks over all of it again: a fifth of a rebuild's time. The
-    cycles a build leaves are few (most of what it makes is freed as soon as it is dropped), and all are
-    collected at its end."""
+    watcher holds what every build needs (the parse cache, the page memo, the recall), and each full collection
+    a build sets off looks over all of it again: a fifth of a rebuild's time. What a build leaves in reference
+    cycles (plotly makes a class for each figure it writes out, for one) waits for the collection at its end:
+    a whole build of 200 runs in one process peaked at the same memory either way (341 MB against 340 MB)."""
     held = gc.isenabled()
     gc.disable()
     try:
