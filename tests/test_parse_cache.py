@@ -621,3 +621,25 @@ def test_a_watchers_cache_loads_an_entry_from_the_disk_once_and_keeps_it_while_i
     shutil.rmtree(logs / "b")
     ingest(logs, cache=watching)
     assert len(watching.known) == 1
+
+
+def test_a_watchers_cache_keeps_in_memory_no_more_entries_than_its_budget(tmp_path, monkeypatch):
+    """Counter-example of the entries kept in memory: past KNOWN_BYTES an entry is not kept, and is read from
+    the disk again when used (here the disk no longer has it: its file is read again)."""
+    logs = tmp_path / "logs"
+    (logs / "a").mkdir(parents=True)
+    (logs / "b").mkdir()
+    event_log(logs / "a" / "events.jsonl", run="a")
+    event_log(logs / "b" / "events.jsonl", run="b")
+    watching = open_cache(logs, write_every=3600)
+    ingest(logs, cache=watching)
+    sizes = sorted(cache_module._size(entry) for _key, entry in watching.known.values())
+    assert len(sizes) == 2 and watching.known_bytes == sum(sizes)
+    monkeypatch.setattr(cache_module, "KNOWN_BYTES", sizes[-1])  # room for one
+    watching = open_cache(logs, write_every=3600)
+    ingest(logs, cache=watching)
+    assert len(watching.known) == 1 and watching.known_bytes <= sizes[-1]
+    for entry in watching.folder.glob("*.entry"):
+        entry.unlink()
+    ingest(logs, cache=watching)
+    assert (watching.hits, watching.reads) == (1, 1)

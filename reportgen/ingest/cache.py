@@ -190,6 +190,14 @@ def fingerprint() -> str:
     return total.hexdigest()[:16]
 
 
+# What a long-lived process keeps in memory of its last build's entries (ParseCache.known), in bytes.
+KNOWN_BYTES = 256 << 20
+
+
+def _size(entry: Entry) -> int:
+    return len(entry.value) + len(entry.state or b"")
+
+
 class ParseCache:
     """The kept entries of one LOGS folder: one file each, named by the reader's kind and the file's path
     (and what else its result depends on: `context`).
@@ -199,7 +207,9 @@ class ParseCache:
     a log that grows at every build is not written whole to the disk at every build. An entry not written
     yet when the process ends leaves the one written before, whose log has only grown since: the next
     build reads it on from there. Such a process also keeps the entries of its last build in memory (`known`),
-    so that an unchanged file's entry is read from the disk once, not at every build."""
+    up to KNOWN_BYTES of them, so that an unchanged file's entry is read from the disk once, not at every build
+    (a campaign's hundreds of small logs); an entry beyond that is read from the disk when used (a 1.2 M-row
+    TensorBoard run's is 150 MB, which its unpickling takes longer than reading)."""
 
     def __init__(self, folder: Path, write_every: float = 0.0):
         self.folder = folder
@@ -210,6 +220,7 @@ class ParseCache:
         # A long-lived process's entries of the last build, by name, written or not: loaded from the disk once.
         # An entry is what its reader made of a file with its signature, whatever the disk holds since.
         self.known: dict[str, tuple[tuple[str, str, str], Entry]] = {}
+        self.known_bytes = 0
         self.written: dict[str, float] = {}  # when each entry was last written (time.monotonic)
 
     def begin(self) -> None:
@@ -237,16 +248,22 @@ class ParseCache:
             return None
         if key != (kind, rel, context) or not isinstance(entry, Entry):
             return None
-        if self.write_every:
-            self.known[name] = (key, entry)
+        self._know(name, key, entry)
         return entry
+
+    def _know(self, name: str, key: tuple[str, str, str], entry: Entry | None) -> None:
+        """Keep an entry in memory (a long-lived process's), within KNOWN_BYTES; None: let it go."""
+        if name in self.known:
+            self.known_bytes -= _size(self.known.pop(name)[1])
+        if entry is not None and self.write_every and self.known_bytes + _size(entry) <= KNOWN_BYTES:
+            self.known[name] = (key, entry)
+            self.known_bytes += _size(entry)
 
     def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
         """Keep an entry: written now, or held until `write_every` has passed since it was last written."""
         name = self._name(kind, rel, context)
         self.used.add(name)
-        if self.write_every:
-            self.known[name] = ((kind, rel, context), entry)
+        self._know(name, (kind, rel, context), entry)
         if self.write_every and time.monotonic() - self.written.get(name, -math.inf) < self.write_every:
             self.held[name] = ((kind, rel, context), entry)
             return
@@ -279,7 +296,8 @@ class ParseCache:
         """Entries of files this build did not ask for (deleted, renamed or rotated logs) are thrown away; the
         held entries due to be written are written."""
         self.held = {name: held for name, held in self.held.items() if name in self.used}
-        self.known = {name: known for name, known in self.known.items() if name in self.used}
+        for name in [name for name in self.known if name not in self.used]:
+            self._know(name, self.known[name][0], None)
         self.flush(due_only=True)
         try:
             for path in self.folder.iterdir():
