@@ -3,10 +3,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import unquote
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -119,3 +121,22 @@ def inspect_of(campaign):
     from reportgen.render.inspect import build_inspect
 
     return build_inspect(survey(campaign))
+
+
+def ingest_warm(logs: Path, monkeypatch, owner: object, name: str, noted: Callable[..., object]) -> tuple:
+    """`logs` ingested with the parse cache its last ingest left (a file grown since is read on), each call of
+    `owner.name` (a reader's feed or scan) noted as `noted(*its arguments)`; the campaign is checked to be the one
+    ingest reads without the cache (rows, runs, inputs, messages). Returns the campaign, the cache and the notes."""
+    from reportgen.ingest import ingest
+    from reportgen.ingest.cache import open_cache
+
+    warm = open_cache(logs)
+    notes: list = []
+    real = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *args, **kwargs: notes.append(noted(*args, **kwargs)) or real(*args, **kwargs))
+    got = ingest(logs, cache=warm)
+    monkeypatch.undo()
+    expected = ingest(logs)
+    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
+    assert got.runs == expected.runs and got.inputs == expected.inputs and got.messages == expected.messages
+    return got, warm, notes

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ingest_warm
 
 from reportgen.ingest import (
     common,
@@ -246,17 +247,9 @@ def test_a_campaign_whose_metrics_grew_reads_that_file_on_and_as_a_build_without
     last[header.index("step")] = str(int(float(last[header.index("step")])) + 1)
     with grown.open("a", encoding="utf-8") as handle:
         handle.write(",".join(last) + "\n")
-    warm = open_cache(logs)
-    fed = []
-    real = lightning.MetricsCsv.feed
-    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
-                        fed.append(first) or real(self, text, first, unterminated))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, fed = ingest_warm(logs, monkeypatch, lightning.MetricsCsv, "feed",
+                                 lambda self, text, first, *_: first)
     assert warm.reads == 1 and fed == [data.count(b"\n") + 1]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
 
 
 def test_step_lines_appended_to_a_disk_log_are_read_from_where_the_read_stopped(tmp_path, monkeypatch):
@@ -335,18 +328,10 @@ def test_a_dvclive_folder_whose_metric_files_grew_reads_each_on_and_as_a_build_w
         stamp, step, _value = data.splitlines()[-1].split("\t")
         with grown.open("a", encoding="utf-8") as handle:
             handle.write(f"{int(stamp) + 1000}\t{int(step) + 1}\t0.125\n")
-    warm = open_cache(logs)
-    fed = []
-    real = dvclive.Tsv.feed
-    monkeypatch.setattr(dvclive.Tsv, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((self.info.path, text.count("\n"), first)) or real(self, text, first, unterminated))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, fed = ingest_warm(logs, monkeypatch, dvclive.Tsv, "feed",
+                                 lambda self, text, first, *_: (self.info.path, text.count("\n"), first))
     assert warm.reads == 1
     assert sorted(f for f in fed if f[1]) == sorted((rel, 1, count + 1) for rel, count in lines.items())
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
     new = got.metrics[got.metrics["path"] == "dvclive/plots/metrics/loss.tsv"].iloc[-1]
     assert (new["line"], new["loss"]) == (lines["dvclive/plots/metrics/loss.tsv"] + 1, 0.125)
 
@@ -418,17 +403,9 @@ def test_a_llamafactory_folder_whose_trainer_log_grew_reads_it_on_and_as_a_build
     with grown.open("ab") as handle:
         handle.write(b'{"current_steps": 25, "total_steps": 30, "loss": 0.125, "lr": 0.001, "epoch": 0.39, '
                      b'"percentage": 83.33, "elapsed_time": "0:00:09", "remaining_time": "0:00:02"}\n')
-    warm = open_cache(logs)
-    fed = []
-    real = llamafactory.TrainerLog.feed
-    monkeypatch.setattr(llamafactory.TrainerLog, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((self.info.path, text.count(b"\n"), first)) or real(self, text, first, unterminated))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, fed = ingest_warm(logs, monkeypatch, llamafactory.TrainerLog, "feed",
+                                 lambda self, text, first, *_: (self.info.path, text.count(b"\n"), first))
     assert warm.reads == 1 and fed == [(grown.relative_to(logs).as_posix(), 1, data.count(b"\n") + 1)]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
     new = got.metrics[got.metrics["path"] == grown.relative_to(logs).as_posix()].iloc[-1]
     assert (new["line"], new["step"], new["loss"]) == (data.count(b"\n") + 1, 25, 0.125)
 
@@ -464,18 +441,10 @@ def test_an_mlflow_run_folder_whose_metric_grew_reads_it_on_and_as_a_build_witho
     stamp, _value, step = data.splitlines()[-1].split()
     with grown.open("a", encoding="utf-8") as handle:
         handle.write(f"{int(stamp) + 1000} 0.125 {int(step) + 1}\n")
-    warm = open_cache(logs)
-    fed = []
-    real = mlflow.MetricFile.feed
-    monkeypatch.setattr(mlflow.MetricFile, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((self.info.path, text.count("\n"), first)) or real(self, text, first, unterminated))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, fed = ingest_warm(logs, monkeypatch, mlflow.MetricFile, "feed",
+                                 lambda self, text, first, *_: (self.info.path, text.count("\n"), first))
     rel = grown.relative_to(logs).as_posix()
     assert warm.reads == 1 and [f for f in fed if f[1]] == [(rel, 1, data.count("\n") + 1)]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
     new = got.metrics[got.metrics["path"] == rel].iloc[-1]
     assert (new["line"], new["step"], new["loss"]) == (data.count("\n") + 1, int(step) + 1, 0.125)
 
@@ -517,15 +486,7 @@ def test_a_campaign_whose_keras_log_grew_reads_it_on_and_as_a_build_without_the_
     last[0] = str(int(last[0]) + 1)
     with grown.open("ab") as handle:
         handle.write(",".join(last).encode() + b"\r\n")  # CSVLogger's excel dialect
-    warm = open_cache(logs)
-    fed = []
-    real = keras.CsvLog.feed
-    monkeypatch.setattr(keras.CsvLog, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, fed = ingest_warm(logs, monkeypatch, keras.CsvLog, "feed",
+                                 lambda self, text, first, *_: (text.count("\n"), first))
     assert warm.reads == 1 and [f for f in fed if f[0]] == [(1, data.count(b"\n") + 1)]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
     assert int(got.metrics["step"].max()) == int(last[0])

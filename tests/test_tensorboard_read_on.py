@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ingest_warm
 
 from reportgen.ingest import ingest, tensorboard
 from reportgen.ingest.cache import open_cache
@@ -187,16 +188,8 @@ def test_a_campaign_whose_event_file_grew_reads_that_file_on_and_as_a_build_with
     size = grown.stat().st_size
     with grown.open("ab") as handle:
         handle.write(record(scalar("train/loss", 10_000, 0.125)))
-    warm = open_cache(logs)
-    bases = []
-    real = tensorboard._decode
-    monkeypatch.setattr(tensorboard, "_decode", lambda data, whole, info, out, records:
-                        bases.append(records.base) or real(data, whole, info, out, records))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, bases = ingest_warm(logs, monkeypatch, tensorboard, "_decode",
+                                   lambda data, whole, info, out, records: records.base)
     assert warm.reads == 1 and bases == [size]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
     steps = got.metrics.loc[got.metrics["path"] == grown.relative_to(logs).as_posix(), "step"].to_numpy()
     assert np.max(steps) == 10_000

@@ -11,8 +11,8 @@ import shutil
 import struct
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from conftest import ingest_warm
 
 from reportgen.ingest import ingest, wandb
 from reportgen.ingest.cache import open_cache
@@ -141,14 +141,6 @@ def test_a_run_folder_whose_log_grew_decodes_it_on_and_reads_as_a_build_without_
     log.write_bytes(data[:cut])
     ingest(logs, cache=open_cache(logs))
     log.write_bytes(data)
-    warm = open_cache(logs)
-    scanned = []
-    real = wandb.Transactions.scan
-    monkeypatch.setattr(wandb.Transactions, "scan", lambda self, buf, base, whole:
-                        scanned.append(self.pos) or real(self, buf, base, whole))
-    got = ingest(logs, cache=warm)
-    monkeypatch.undo()
+    got, warm, scanned = ingest_warm(logs, monkeypatch, wandb.Transactions, "scan",
+                                     lambda self, buf, base, whole: self.pos)
     assert warm.reads == 1 and scanned == [cut]
-    expected = ingest(logs)
-    pd.testing.assert_frame_equal(got.metrics, expected.metrics)
-    assert got.runs == expected.runs and got.inputs == expected.inputs
