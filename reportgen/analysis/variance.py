@@ -225,7 +225,8 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
     work = [(run, item.actual.start, item.actual.end) for item in measured for run, _started in step_runs[item.step.id]]
     ids = sorted({run.id for run, _lo, _hi in work})
     walls = dict(zip(ids, wall_paces(campaign, ids, map_runs, recall), strict=True))
-    timings = {run.id: run_timing(run, campaign, statuses[run.id].status, checkpoints) for run, _lo, _hi in work}
+    runs = {run.id: run for run, _lo, _hi in work}  # a run in several steps is timed once
+    timings = {run_id: run_timing(run, campaign, statuses[run_id].status, checkpoints) for run_id, run in runs.items()}
     trained = training_paces(campaign, [(timings[run.id], lo, hi) for run, lo, hi in work], map_runs, recall)
     measured_paces = {(run.id, lo, hi): (walls[run.id], pace) for (run, lo, hi), pace in zip(work, trained, strict=True)}
     out: dict[str, StepVariance] = {}
