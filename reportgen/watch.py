@@ -103,9 +103,10 @@ def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.
         yield {path for _change, path in batch}
 
 
-def signature(path: Path) -> tuple[int, int, int] | None:
-    """What tells a file's content changed without reading it: its inode, size and modification time. An
-    editor that saves by writing a new file and renaming it over the old changes the inode."""
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file's content changed without reading it (the parse cache's signature reads its ends): its
+    inode, size and modification time. An editor that saves by writing a new file and renaming it over the old
+    changes the inode."""
     try:
         stat = path.stat()
     except OSError:
@@ -161,9 +162,9 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
 def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool, stop: threading.Event) -> None:
     """The first build, then one after every batch of changes until `stop`. A build that follows a wait (the
     first, LOGS back) is made once the watch is listening, so that what changes while it reads is heard. The
-    plan is also looked at by its signature (a file saved by renaming a new one over it is no longer the file
+    plan is also looked at by its stamp (a file saved by renaming a new one over it is no longer the file
     events were asked for); when LOGS disappears, the watch waits for it to come back and starts again there."""
-    plan_seen = signature(watch.plan)
+    plan_seen = stamp(watch.plan)
     due: str | None = "first build"
     while not stop.is_set():
         if not watch.logs.is_dir():
@@ -179,7 +180,7 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
         for changed in changes(watched, watch.interval, poll, stop):
             if not watch.logs.is_dir():
                 break  # watched no more: wait for it above
-            if (plan_now := signature(watch.plan)) != plan_seen:
+            if (plan_now := stamp(watch.plan)) != plan_seen:
                 plan_seen = plan_now
                 changed.add(str(watch.plan.resolve()))
             if due is not None or changed:
