@@ -209,7 +209,7 @@ class ParseCache:
     build reads it on from there. Such a process also keeps the entries of its last build in memory (`known`),
     up to KNOWN_BYTES of them, so that an unchanged file's entry is read from the disk once, not at every build
     (a campaign's hundreds of small logs); an entry beyond that is read from the disk when used (a 1.2 M-row
-    TensorBoard run's is 150 MB, which its unpickling takes longer than reading)."""
+    TensorBoard run's is 150 MB, whose unpickling takes longer than its reading)."""
 
     def __init__(self, folder: Path, write_every: float = 0.0):
         self.folder = folder

@@ -164,10 +164,13 @@ def _traces(frame: pd.DataFrame, formats: dict[str, str | None], values: bool = 
     if recall is None and workers_for(jobs, by_run.ngroups) == 1:  # one group at a time: never a second copy of every row
         return {str(run): _trace(group, own(run), _loggers(group["path"].unique(), formats), values) for run, group in by_run}
     rows = by_run.indices
-    codes, paths = pd.factorize(frame["path"], use_na_sentinel=False)  # each file once: a run's files are found by their codes, counted
-    entries = [(str(run), run, own(run), _loggers(paths[np.bincount(codes[rows[run]], minlength=len(paths)).nonzero()[0]],
-                                                  formats))
-               for run in sorted(rows)]
+    codes, paths = pd.factorize(frame["path"], use_na_sentinel=False)  # each file once
+
+    def files(run: object) -> Iterable[object]:
+        """The files of a run's rows: their codes counted, not their paths compared."""
+        return paths[np.bincount(codes[rows[run]], minlength=len(paths)).nonzero()[0]]
+
+    entries = [(str(run), run, own(run), _loggers(files(run), formats)) for run in sorted(rows)]
     digests = ({} if recall is None else digests() if digests is not None else frame_digests(frame, "run"))
 
     def make(todo: list[tuple[str, object, list[str], frozenset[str]]]) -> list[_Trace]:
@@ -326,7 +329,8 @@ def merge(campaign: Campaign, sources: dict[str, Source], notes: list[tuple[str,
           recall: Recall | None = None) -> Merged:
     """Decide which sources are one run and name each run; nothing is renamed here. `recall`: see _traces."""
     formats = {info.path: info.format for info in campaign.inputs}
-    traces = _traces(campaign.metrics, formats, jobs=jobs, recall=recall)  # not the campaign's digests: renamed next, in place
+    # Not the campaign's digests (Campaign.run_digests): this frame's runs are renamed next, in place.
+    traces = _traces(campaign.metrics, formats, jobs=jobs, recall=recall)
     keys = sorted(set(sources) | set(traces))
     for key in keys:  # a key no reader described (a record naming a run no source has): a run of its own
         sources.setdefault(key, Source(key, "reportgen-events", key, Evidence(""), declared=True))
