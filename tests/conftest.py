@@ -123,6 +123,31 @@ def inspect_of(campaign):
     return build_inspect(survey(campaign))
 
 
+def noting(monkeypatch, owner: object, name: str, noted: Callable[..., object]) -> list:
+    """Each call of `owner.name` (a reader's feed or scan) noted as `noted(*its arguments)` in the list returned;
+    the call itself made as before."""
+    notes: list = []
+    real = getattr(owner, name)
+
+    def noted_then_made(*args, **kwargs):
+        notes.append(noted(*args, **kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, noted_then_made)
+    return notes
+
+
+def changed(path: Path, data: bytes, replaced: bool = False) -> None:
+    """`path` given `data`: written in place, or (`replaced`) written to another file then moved over it, as a
+    rotated log's successor takes its place (the same path, another file)."""
+    if not replaced:
+        path.write_bytes(data)
+        return
+    other = path.with_name(path.name + ".other")
+    other.write_bytes(data)
+    other.replace(path)
+
+
 def ingest_warm(logs: Path, monkeypatch, owner: object, name: str, noted: Callable[..., object]) -> tuple:
     """`logs` ingested with the parse cache its last ingest left (a file grown since is read on), each call of
     `owner.name` (a reader's feed or scan) noted as `noted(*its arguments)`; the campaign is checked to be the one
@@ -131,9 +156,7 @@ def ingest_warm(logs: Path, monkeypatch, owner: object, name: str, noted: Callab
     from reportgen.ingest.cache import open_cache
 
     warm = open_cache(logs)
-    notes: list = []
-    real = getattr(owner, name)
-    monkeypatch.setattr(owner, name, lambda *args, **kwargs: notes.append(noted(*args, **kwargs)) or real(*args, **kwargs))
+    notes = noting(monkeypatch, owner, name, noted)
     got = ingest(logs, cache=warm)
     monkeypatch.undo()
     expected = ingest(logs)

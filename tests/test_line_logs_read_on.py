@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ingest_warm
+from conftest import changed, ingest_warm, noting
 
 from reportgen.ingest import (
     common,
@@ -141,10 +141,7 @@ def test_rows_appended_are_read_from_where_the_read_stopped_not_from_the_start(t
     row[header.index(metric)] = "0.125"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(",".join(row) + "\n" + ",".join(row[:2]) + "\n")  # and a damaged row
-    fed = []
-    real = lightning.MetricsCsv.feed
-    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
+    fed = noting(monkeypatch, lightning.MetricsCsv, "feed", lambda self, text, first, *_: (text.count("\n"), first))
     got, after = lightning.read_metrics_on(path, path.name, "r", since)
     monkeypatch.undo()
     lines = data.count(b"\n")
@@ -188,16 +185,8 @@ def test_a_file_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chan
         "edited": lines[0] + lines[1].replace("0", "1", 1) + "".join(lines[2:]) + lines[-1],
         "replaced by another file": data.decode() + lines[-1],
     }[change].encode()
-    if change == "replaced by another file":
-        other = tmp_path / "other.csv"
-        other.write_bytes(edited)
-        other.replace(path)
-    else:
-        path.write_bytes(edited)
-    fed = []
-    real = lightning.MetricsCsv.feed
-    monkeypatch.setattr(lightning.MetricsCsv, "feed", lambda self, text, first, unterminated=False:
-                        fed.append(first) or real(self, text, first, unterminated))
+    changed(path, edited, replaced=change == "replaced by another file")
+    fed = noting(monkeypatch, lightning.MetricsCsv, "feed", lambda self, text, first, *_: first)
     got, _ = lightning.read_metrics_on(path, path.name, "r", since)
     monkeypatch.undo()
     assert fed[0] == 1
@@ -260,10 +249,7 @@ def test_step_lines_appended_to_a_disk_log_are_read_from_where_the_read_stopped(
     (info, _frames, facts), since = disk_log(path)
     with path.open("a", encoding="utf-8") as handle:
         handle.write("Step 1000 | loss:0.125 lr:1e-05 \nStep 1001 | loss:abc \n")
-    fed = []
-    real = torchtune.Lines.feed
-    monkeypatch.setattr(torchtune.Lines, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((text.count("\n"), first)) or real(self, text, first, unterminated))
+    fed = noting(monkeypatch, torchtune.Lines, "feed", lambda self, text, first, *_: (text.count("\n"), first))
     got, after = disk_log(path, since)
     monkeypatch.undo()
     lines = data.count(b"\n")

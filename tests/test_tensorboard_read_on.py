@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ingest_warm
+from conftest import changed, ingest_warm, noting
 
 from reportgen.ingest import ingest, tensorboard
 from reportgen.ingest.cache import open_cache
@@ -92,10 +92,8 @@ def test_a_file_that_grew_is_read_from_where_it_stopped_not_from_its_start(tmp_p
     first, since = tensorboard.read_on(path, path.name, "r")
     with path.open("ab") as handle:
         handle.write(record(scalar("loss", 1000, 0.5)) + record(scalar("loss", 1001, 0.25)))
-    framed = []
-    real = tensorboard._decode
-    monkeypatch.setattr(tensorboard, "_decode", lambda data, whole, info, out, records:
-                        framed.append((records.base, len(data), records.count)) or real(data, whole, info, out, records))
+    framed = noting(monkeypatch, tensorboard, "_decode",
+                    lambda data, whole, info, out, records: (records.base, len(data), records.count))
     (info, frame, _texts), after = tensorboard.read_on(path, path.name, "r", since)
     assert framed == [(len(data), path.stat().st_size - len(data), since.count)]  # the two new records alone
     assert frame["step"].tolist()[-2:] == [1000, 1001] and frame["loss"].tolist()[-2:] == [0.5, 0.25]
@@ -121,16 +119,8 @@ def test_a_file_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chan
         "edited at the start": data[: ends[1]] + record(scalar("loss", 0, 3.0)) + data[ends[2]:] + record(scalar("loss", 999, 1.0)),
         "replaced by another file": data + record(scalar("loss", 999, 1.0)),
     }[change]
-    if change == "replaced by another file":  # the same bytes and more, but another file moved to the path
-        other = tmp_path / "other"
-        other.write_bytes(edited)
-        other.replace(path)
-    else:
-        path.write_bytes(edited)
-    framed = []
-    real = tensorboard._decode
-    monkeypatch.setattr(tensorboard, "_decode", lambda data, whole, info, out, records:
-                        framed.append(records.base) or real(data, whole, info, out, records))
+    changed(path, edited, replaced=change == "replaced by another file")
+    framed = noting(monkeypatch, tensorboard, "_decode", lambda data, whole, info, out, records: records.base)
     got, _ = tensorboard.read_on(path, path.name, "r", since)
     assert framed == [0]
     monkeypatch.undo()

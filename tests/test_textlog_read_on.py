@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ingest_warm
+from conftest import changed, ingest_warm, noting
 
 from reportgen.ingest import ingest, textlog
 from reportgen.ingest.cache import open_cache
@@ -106,10 +106,7 @@ def test_a_log_that_grew_is_scanned_from_where_it_stopped_not_from_its_start(tmp
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     with path.open("a", encoding="utf-8") as handle:
         handle.write(more)
-    fed = []
-    real = textlog._Scanner.feed
-    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first, unterminated=False:
-                        fed.append((text, first)) or real(self, text, first, unterminated))
+    fed = noting(monkeypatch, textlog._Scanner, "feed", lambda self, text, first, *_: (text, first))
     got, after = textlog.read_on(path, path.name, since)
     monkeypatch.undo()
     assert fed == [(more, data.count(b"\n") + 1)]  # the new lines alone
@@ -134,16 +131,8 @@ def test_a_log_that_did_not_only_grow_is_read_whole(tmp_path, monkeypatch, chang
         "edited at the start": b"X" + data[1:] + b"Killed\n",
         "replaced by another file": data + b"Killed\n",
     }[change]
-    if change == "replaced by another file":  # the same bytes and more, but another file moved to the path
-        other = tmp_path / "other"
-        other.write_bytes(edited)
-        other.replace(path)
-    else:
-        path.write_bytes(edited)
-    fed = []
-    real = textlog._Scanner.feed
-    monkeypatch.setattr(textlog._Scanner, "feed", lambda self, text, first, unterminated=False:
-                        fed.append(first) or real(self, text, first, unterminated))
+    changed(path, edited, replaced=change == "replaced by another file")
+    fed = noting(monkeypatch, textlog._Scanner, "feed", lambda self, text, first, *_: first)
     got, _ = textlog.read_on(path, path.name, since)
     monkeypatch.undo()
     assert fed[0] == 1  # from the first line

@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import ingest_warm
+from conftest import ingest_warm, noting
 
 from reportgen.ingest import ingest, wandb
 from reportgen.ingest.cache import open_cache
@@ -91,10 +91,7 @@ def test_a_log_that_grew_is_decoded_from_where_it_stopped_not_from_its_start(tmp
     path.write_bytes(data[:cut])
     _first, since = wandb.read_log_file_on(path, path.name, "r")
     path.write_bytes(data)
-    scanned = []
-    real = wandb.Transactions.scan
-    monkeypatch.setattr(wandb.Transactions, "scan", lambda self, buf, base, whole:
-                        scanned.append((self.pos, base, len(buf))) or real(self, buf, base, whole))
+    scanned = noting(monkeypatch, wandb.Transactions, "scan", lambda self, buf, base, whole: (self.pos, base, len(buf)))
     got, _ = wandb.read_log_file_on(path, path.name, "r", since)
     monkeypatch.undo()
     base = cut - cut % wandb.BLOCK
@@ -118,10 +115,7 @@ def test_a_log_that_did_not_only_grow_is_decoded_whole(tmp_path, monkeypatch, ch
         other = tmp_path / "other"
         other.write_bytes(data)
         other.replace(path)
-    scanned = []
-    real = wandb.Transactions.scan
-    monkeypatch.setattr(wandb.Transactions, "scan", lambda self, buf, base, whole:
-                        scanned.append(base) or real(self, buf, base, whole))
+    scanned = noting(monkeypatch, wandb.Transactions, "scan", lambda self, buf, base, whole: base)
     got, _ = wandb.read_log_file_on(path, path.name, "r", since)
     monkeypatch.undo()
     assert scanned == [0]
