@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from reportgen.ingest.common import (
     LineRead,
@@ -282,9 +284,10 @@ def read_files(scan: Scan) -> None:
             scan.limits[key] = (facts, limit)
 
 
-def kept(part: str, run: str = "") -> Kept:
-    """How a Lightning file's result is kept between builds (ingest/cache.py): by what it is and the run it is read for."""
-    return Kept(f"{FORMAT}-{part}", context=lambda _rel: run)
+def kept(part: str, run: str = "", resume: Callable[[str, Any], tuple[Any, Any]] | None = None) -> Kept:
+    """How a Lightning file's result is kept between builds (ingest/cache.py): by what it is and the run it is read
+    for; `resume`: how a file that has only grown is read on (Kept.resume)."""
+    return Kept(f"{FORMAT}-{part}", context=lambda _rel: run, resume=resume)
 
 
 def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None]:
@@ -299,8 +302,7 @@ def _read_folder(scan: Scan, folder: str, run: str) -> tuple[Reading, int | None
         kind = kinds.get(rel)
         if kind == "lightning-metrics":
             info, rows, evals = scan.read_one(rel, lambda rel: read_metrics(found[rel][0], rel, run),
-                                              Kept(f"{FORMAT}-metrics", context=lambda _rel: run,
-                                                   resume=lambda rel, since: read_metrics_on(found[rel][0], rel, run, since)))
+                                              kept("metrics", run, lambda rel, since: read_metrics_on(found[rel][0], rel, run, since)))
             reading.inputs.append(info)
             frame = rows.frame()
             reading.frames.append(frame)
