@@ -117,3 +117,27 @@ def test_the_watcher_keeps_a_memo_and_its_builds_are_those_of_build(tmp_path):
     templates.mkdir()
     build(logs, logs / "plan.yaml", tmp_path / "custom", templates=templates, memo=watch.memo)
     assert watch.memo.rendered == 0 and not watch.memo.kept
+
+
+def test_report_json_is_json_dumps_and_encodes_again_only_the_items_that_changed():
+    """BuildMemo.report_json writes what json.dumps(report, indent=2) writes, every top-level list item by item
+    (runs, inputs, plain values, nested lists, an empty list), whatever changed since the last build; an
+    unchanged item's text is the last build's. Counter-example: a changed item is encoded anew."""
+    import reportgen.render.memo as memo_module
+
+    report = {"schema": "x", "runs": [{"id": "a", "steps": [1, 2]}, {"id": "b", "steps": []}],
+              "inputs": [{"path": "p", "problems": [{"line": 3}]}, {"path": "q", "problems": []}], "alerts": [],
+              "names": ["é", 2, None, 1.5]}
+    memo = PageMemo()
+    grown = {**report, "runs": [report["runs"][0], {"id": "b", "steps": [9]}],
+             "inputs": [report["inputs"][0], {"path": "q", "problems": [{"line": 1}]}]}
+    for changed in (report, grown):
+        encoded = []
+        indented = memo_module._indented
+        memo_module._indented = lambda value, level: encoded.append(value) or indented(value, level)
+        try:
+            text = memo.begin(changed, frozenset(), "templates").report_json()
+        finally:
+            memo_module._indented = indented
+        assert text == json.dumps(changed, indent=2, ensure_ascii=False) + "\n"
+    assert encoded == [grown["runs"][1], grown["inputs"][1]]  # the second build: the changed run and input only

@@ -101,6 +101,7 @@ class BuildMemo:
     def __init__(self, memo: PageMemo, report: dict, cited: frozenset[str], fingerprint: bytes):
         self.memo, self.report, self.cited, self.fingerprint = memo, report, cited, fingerprint
         self._digests: dict[str, bytes] = {}
+        self._values: dict[int, tuple[object, bytes]] = {}  # id -> (a value of this build's report, its digest)
         self.used: set[str] = set()
         memo.reused = memo.rendered = 0
 
@@ -109,6 +110,14 @@ class BuildMemo:
         if name not in self._digests:
             self._digests[name] = digest(self.report.get(name, _MISSING))
         return self._digests[name]
+
+    def of(self, value: object) -> bytes:
+        """The digest of a value of this build's report, worked out once per build: a run's entry serves both
+        its page's key and report.json. The value is held with its digest, so its id is never another's."""
+        held = self._values.get(id(value))
+        if held is None or held[0] is not value:
+            held = self._values[id(value)] = (value, digest(value))
+        return held[1]
 
     def key(self, *parts: object) -> bytes:
         return digest(self.fingerprint, *parts)
@@ -135,21 +144,22 @@ class BuildMemo:
             del self.memo.kept[name]
 
     def report_json(self) -> str:
-        """report.json as json.dumps(report, indent=2) writes it, each top-level entry and each run's entry
-        encoded again only when it changed since the last build (Python's encoder indents slowly)."""
+        """report.json as json.dumps(report, indent=2) writes it, each top-level entry (each item of one that is
+        a list: a run, an input) encoded again only when it changed since the last build (Python's encoder
+        indents slowly)."""
         parts: dict[bytes, str] = {}
 
         def encoded(value: object, level: int) -> str:
-            key = digest(value, level)
+            key = digest(self.of(value), level)
             if key not in parts:
                 parts[key] = self.memo.json_parts.get(key) or _indented(value, level)
             return parts[key]
 
         lines = []
         for name, value in self.report.items():
-            if name == "runs" and isinstance(value, list) and value:
-                runs = ",\n".join("    " + encoded(run, 2) for run in value)
-                lines.append(f"  {json.dumps(name, ensure_ascii=False)}: [\n{runs}\n  ]")
+            if isinstance(value, list) and value:  # a list (the runs, the inputs...): each item encoded apart
+                items = ",\n".join("    " + encoded(item, 2) for item in value)
+                lines.append(f"  {json.dumps(name, ensure_ascii=False)}: [\n{items}\n  ]")
             else:
                 lines.append(f"  {json.dumps(name, ensure_ascii=False)}: {encoded(value, 1)}")
         self.memo.json_parts = parts

@@ -921,7 +921,7 @@ def write_site(report: dict, plan_source: PlanSource, sources: dict[str, list[Ex
         for run in report["runs"]:
             if kept is None:
                 runs.append((run["page"], partial(runs_html, run, links)))
-            elif not reused(run["page"], kept.key("run", run, relations.context(run), run_figures.key(run["id"]))):
+            elif not reused(run["page"], kept.key("run", kept.of(run), relations.context(run), run_figures.key(run["id"]))):
                 runs.append((run["page"], partial(lambda run: for_memo(run_pages(run, run_figures, False, relations)), run)))
         others: list[tuple[str, Callable[[], list[tuple[str, str]] | Rendered]]] = []
         for entry in pages:
