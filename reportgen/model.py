@@ -260,6 +260,11 @@ class InputFile:
             self.problems_not_shown += 1
             self.last_not_shown = (line, message)
 
+    def skip(self, line: int | None, message: str) -> None:
+        """A damaged or unusable record that is left out: its problem recorded and the record counted as skipped."""
+        self.problem(line, message)
+        self.skipped += 1
+
 
 @dataclass
 class RunEvent:

@@ -80,8 +80,7 @@ def read(path: Path, rel: str) -> Reading:
             reading.events.append(_event(record, Evidence(rel, line), saves))
             info.records += 1
         except _Bad as exc:
-            info.problem(line, f"{exc}; record skipped")
-            info.skipped += 1
+            info.skip(line, f"{exc}; record skipped")
     info.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # text damage and bad records, in file order
     return reading
 
@@ -95,12 +94,10 @@ def _json_lines(text: str, lines: list[str], info: InputFile):
             record = load_json(raw)
         except ValueError as exc:  # TooComplex (nested too deep) has no msg
             cut = number == len(lines) and not text.endswith("\n")
-            info.problem(number, "the last line is cut off" if cut else f"not JSON ({getattr(exc, 'msg', exc)}); line skipped")
-            info.skipped += 1
+            info.skip(number, "the last line is cut off" if cut else f"not JSON ({getattr(exc, 'msg', exc)}); line skipped")
             continue
         if not isinstance(record, dict):
-            info.problem(number, "not a JSON object; line skipped")
-            info.skipped += 1
+            info.skip(number, "not a JSON object; line skipped")
             continue
         yield number, record
 
@@ -110,8 +107,7 @@ def _csv_rows(text: str, info: InputFile):
     header: list[str] | None = None
     for line, row in csv_lines(text):
         if isinstance(row, str):  # a stray quote or carriage return: that row only
-            info.problem(line, f"not a CSV row ({row}); row skipped")
-            info.skipped += 1
+            info.skip(line, f"not a CSV row ({row}); row skipped")
             continue
         if not any(cell.strip() for cell in row):
             info.blank += 1
@@ -124,8 +120,7 @@ def _csv_rows(text: str, info: InputFile):
                 info.problem(line, f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
             continue
         if len(row) != len(header):
-            info.problem(line, f"{len(row)} cells where the header has {len(header)}; row skipped")
-            info.skipped += 1
+            info.skip(line, f"{len(row)} cells where the header has {len(header)}; row skipped")
             continue
         yield line, {k: v.strip() for k, v in zip(header, row) if k in FIELDS and v.strip() != ""}
 

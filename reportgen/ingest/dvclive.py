@@ -296,19 +296,16 @@ class Tsv(LineRead):
                 self.width = len(cells)
                 continue
             if isinstance(cells, str):
-                info.problem(line, f"not a row ({cells}); row skipped")
-                info.skipped += 1
+                info.skip(line, f"not a row ({cells}); row skipped")
                 continue
             if len(cells) != self.width:
-                info.problem(line, f"{len(cells)} cells where the header has {self.width}"
-                             + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
+                info.skip(line, f"{len(cells)} cells where the header has {self.width}"
+                          + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
                 info.cut_off = info.cut_off or unterminated
-                info.skipped += 1
                 continue
             step = cells[-2]
             if not (step.isascii() and step.isdigit() and len(step) <= 15):
-                info.problem(line, f"step: {quoted(step)} is not a step number; row skipped")
-                info.skipped += 1
+                info.skip(line, f"step: {quoted(step)} is not a step number; row skipped")
                 continue
             self.kept.append(line)
             self.steps.append(step)

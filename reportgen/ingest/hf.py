@@ -106,8 +106,7 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     start = text.find('"log_history"')
     history_at = text.find("[", start) if start >= 0 else -1
     if error is None and not isinstance(state.get("log_history", []), list):
-        info.problem(lines.line(start) if start >= 0 else None, "log_history is not a list of entries; no entry is read")
-        info.skipped += 1
+        info.skip(lines.line(start) if start >= 0 else None, "log_history is not a list of entries; no entry is read")
         history_at = -1
     # Entry by entry, with their offsets: line numbers for evidence, and every complete entry of a cut file.
     entries = json_entries(text, history_at)[0] if history_at >= 0 else []
@@ -116,9 +115,8 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
         # writing it (unless reportgen's budget stopped the read).
         info.cut_off = read.whole and (error.pos >= len(text.rstrip()) - 1
                                        or (error.msg.startswith("Unterminated string") and '"' not in text[error.pos + 1:]))
-        info.problem(error.lineno, f"unreadable JSON ({error.msg})" + ("; the file is cut off there" if info.cut_off else "") + (
+        info.skip(error.lineno, f"unreadable JSON ({error.msg})" + ("; the file is cut off there" if info.cut_off else "") + (
             f"; the {len(entries)} complete log_history entries before it are read" if history_at >= 0 else ""))
-        info.skipped += 1
         if history_at < 0:
             return info, rows, events, {}
     summary = None
@@ -129,13 +127,11 @@ def read_state(path: Path, rel: str, run: str) -> tuple[InputFile, MetricRows, l
     for offset, entry in entries:
         line = lines.line(offset)
         if not isinstance(entry, dict):
-            info.problem(line, "log_history entry is not an object; skipped")
-            info.skipped += 1
+            info.skip(line, "log_history entry is not an object; skipped")
             continue
         step = entry.get("step")
         if not isinstance(step, int) or isinstance(step, bool):
-            info.problem(line, "log_history entry has no integer 'step'; skipped")
-            info.skipped += 1
+            info.skip(line, "log_history entry has no integer 'step'; skipped")
             continue
         is_summary = "train_runtime" in entry  # written once, when training ends
         if is_summary:

@@ -190,8 +190,7 @@ class CsvLog(LineRead):
             info.blank += 1
             return
         if isinstance(cells, str):
-            info.problem(line, f"not a CSV row ({cells}); row skipped")
-            info.skipped += 1
+            info.skip(line, f"not a CSV row ({cells}); row skipped")
             self.skipped_since += 1
             return
         if cells[0] == "epoch" and _names(cells[1:]):
@@ -206,25 +205,21 @@ class CsvLog(LineRead):
             segments.append(_Segment(cells[1:]))
             return
         if not segments:
-            info.problem(line, "a row before the header; row skipped")
-            info.skipped += 1
+            info.skip(line, "a row before the header; row skipped")
             return
         segment = segments[-1]
         if cut:
             info.cut_off = True
-            info.problem(line, "the last row has no line end (CSVLogger ends every row with one): cut off mid-row "
-                               "by a writer that stopped; row skipped")
-            info.skipped += 1
+            info.skip(line, "the last row has no line end (CSVLogger ends every row with one): cut off mid-row "
+                            "by a writer that stopped; row skipped")
             return
         if len(cells) != len(segment.names) + 1:
-            info.problem(line, f"{len(cells)} cells where the header has {len(segment.names) + 1} (a fit() that "
-                               "logged other metrics appended without a header of its own); row skipped")
-            info.skipped += 1
+            info.skip(line, f"{len(cells)} cells where the header has {len(segment.names) + 1} (a fit() that "
+                            "logged other metrics appended without a header of its own); row skipped")
             self.skipped_since += 1
             return
         if not _EPOCH.match(cells[0]) or int(cells[0]) > MAX_COUNT:
-            info.problem(line, f"epoch: {quoted(cells[0])} is not an epoch number; row skipped")
-            info.skipped += 1
+            info.skip(line, f"epoch: {quoted(cells[0])} is not an epoch number; row skipped")
             self.skipped_since += 1
             return
         epoch = int(cells[0])

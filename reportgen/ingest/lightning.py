@@ -108,18 +108,15 @@ class MetricsCsv(LineRead):
                 self.header, self.step_at = header, step_at
                 continue
             if isinstance(cells, str):
-                info.problem(line, f"not a CSV row ({cells}); row skipped")
-                info.skipped += 1
+                info.skip(line, f"not a CSV row ({cells}); row skipped")
                 continue
             if len(cells) != len(header):
-                info.problem(line, f"{len(cells)} cells where the header has {len(header)}"
-                             + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
-                info.skipped += 1
+                info.skip(line, f"{len(cells)} cells where the header has {len(header)}"
+                          + ("; the last line is cut off (a writer stopped mid-line)" if unterminated else "") + "; row skipped")
                 continue
             step = _step(cells[step_at])
             if step is None:
-                info.problem(line, f"step: {cells[step_at]!r} is not a step count; row skipped")
-                info.skipped += 1
+                info.skip(line, f"step: {cells[step_at]!r} is not a step count; row skipped")
                 continue
             values = {}
             bad = None

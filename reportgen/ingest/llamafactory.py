@@ -286,8 +286,7 @@ def read_running_log(path: Path, rel: str) -> tuple[InputFile, _Clock]:
                 elif line.startswith(_PREDICTION_STARTS):
                     clock.prediction = number  # "\n***** Running Prediction *****" after its prefix
             else:
-                info.problem(number, f"not a log line ([LEVEL|date time] file:N >> message): {quoted(line)}")
-                info.skipped += 1
+                info.skip(number, f"not a log line ([LEVEL|date time] file:N >> message): {quoted(line)}")
             continue
         started = True
         info.records += 1
@@ -355,8 +354,7 @@ class TrainerLog(LineRead):
                 continue
             entry, why = _entry(data)
             if entry is None:  # a last line cut off mid-object: its writer was stopped
-                info.problem(number, ("the last line is cut off: " if unterminated else "") + (why or "not a LogCallback record"))
-                info.skipped += 1
+                info.skip(number, ("the last line is cut off: " if unterminated else "") + (why or "not a LogCallback record"))
                 info.cut_off = info.cut_off or unterminated
                 continue
             steps, total = entry["current_steps"], entry.get("total_steps")

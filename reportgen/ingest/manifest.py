@@ -83,26 +83,22 @@ def read(path: Path, rel: str) -> tuple[InputFile, list[ManifestEntry]]:
         line = starts[index] if index < len(starts) else None
         where = f"deliverables[{index}]"
         if not isinstance(item, dict):
-            info.problem(line, f"{where}: not a mapping; skipped")
-            info.skipped += 1
+            info.skip(line, f"{where}: not a mapping; skipped")
             continue
         unknown = sorted(str(k) for k in item if k not in FIELDS)
         if unknown:
             info.problem(line, f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
         ident, kind = item.get("id"), item.get("kind")
         if not isinstance(ident, str) or not ident or not isinstance(kind, str) or not kind:
-            info.problem(line, f"{where}: `id` and `kind` are required strings; skipped")
-            info.skipped += 1
+            info.skip(line, f"{where}: `id` and `kind` are required strings; skipped")
             continue
         if ident in seen:
-            info.problem(line, f"{where}: id '{ident}' is listed twice; the second entry is skipped")
-            info.skipped += 1
+            info.skip(line, f"{where}: id '{ident}' is listed twice; the second entry is skipped")
             continue
         raw = item.get("paths", item.get("path"))
         paths = [raw] if isinstance(raw, str) else raw
         if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
-            info.problem(line, f"{where} ({ident}): `path` or `paths` must name at least one file or folder; skipped")
-            info.skipped += 1
+            info.skip(line, f"{where} ({ident}): `path` or `paths` must name at least one file or folder; skipped")
             continue
         sha = item.get("sha256")
         entry = ManifestEntry(

@@ -316,9 +316,8 @@ class MetricFile(LineRead):
                 if len(parts) > 3 or abs(step) >= 1 << 63:  # steps are 64-bit integers
                     raise ValueError
             except (ValueError, IndexError):
-                info.problem(number, f"not a 'timestamp value step' line: {line[:80]!r}"
-                             + ("; the last line is cut off" if unterminated else ""))
-                info.skipped += 1
+                info.skip(number, f"not a 'timestamp value step' line: {line[:80]!r}"
+                          + ("; the last line is cut off" if unterminated else ""))
                 continue
             at = _millis(ts)
             if at is None:

@@ -809,8 +809,7 @@ def _read_line(raw: bytes, line: int, out: _Collector, unterminated: bool = Fals
     try:
         event = _event(_decode(raw, unterminated), line, out.info)
     except _BadRecord as exc:
-        out.info.problem(line, f"{exc}; line skipped")
-        out.info.skipped += 1
+        out.info.skip(line, f"{exc}; line skipped")
         out.info.cut_off = out.info.cut_off or isinstance(exc, _CutOff)
         return
     if isinstance(event, dict):

@@ -502,8 +502,7 @@ def read_on(path: Path, rel: str, run: str, since: Decoded | None = None
                                  before + data[max(0, records.pos - EDGE):records.pos]))
     del data  # the file's bytes: the frame is built from the values' arrays alone
     if records.end is not None:
-        info.problem(*records.end)
-        info.skipped += 1
+        info.skip(*records.end)
         info.cut_off = records.cut_off
     _skip_huge_steps(columns, info)
     walls, numbers = columns["wall"], columns["record"]

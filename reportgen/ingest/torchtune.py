@@ -137,19 +137,16 @@ class Lines(LineRead):
                 continue
             if unterminated:
                 info.cut_off = True
-                info.problem(number, "the last line has no line end (DiskLogger ends every line with one): cut off "
-                                     "by a writer that stopped; not read")
-                info.skipped += 1
+                info.skip(number, "the last line has no line end (DiskLogger ends every line with one): cut off "
+                                  "by a writer that stopped; not read")
                 continue
             match = _LINE.match(line.removesuffix("\r"))
             pairs = [item.partition(":") for item in match.group(2).split()] if match else []
             if match is None or not pairs or not all(name and value for name, _colon, value in pairs):
-                info.problem(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
-                info.skipped += 1
+                info.skip(number, f"not a DiskLogger line (`Step N | name:value ...`): {quoted(line.strip())}; skipped")
                 continue
             if len(match.group(1)) > 16 or int(match.group(1)) > MAX_COUNT:
-                info.problem(number, f"step {quoted(match.group(1))} is past any step count; skipped")
-                info.skipped += 1
+                info.skip(number, f"step {quoted(match.group(1))} is past any step count; skipped")
                 continue
             row = len(kept)
             kept.append(number)

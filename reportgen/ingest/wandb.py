@@ -537,9 +537,8 @@ class Transactions:
                 continue
             if length > left - 7:
                 record += 0 if parts is not None else 1
-                info.problem(record, f"record {record} at byte {base + pos:,}: a chunk of {length:,} bytes runs past its "
-                             "block; the rest of the block is skipped")
-                info.skipped += 1
+                info.skip(record, f"record {record} at byte {base + pos:,}: a chunk of {length:,} bytes runs past its "
+                          "block; the rest of the block is skipped")
                 parts, dropping = None, True
                 pos += left
                 continue
@@ -549,9 +548,8 @@ class Transactions:
                 break
             if crc32(buf[pos + 6:end]) != checksum:
                 record += 0 if parts is not None else 1  # a damaged chunk of a record begun is that record's
-                info.problem(record, f"record {record} at byte {base + (start if parts is not None else pos):,}: the CRC of "
-                             f"its chunk at byte {base + pos:,} does not match; record skipped")
-                info.skipped += 1
+                info.skip(record, f"record {record} at byte {base + (start if parts is not None else pos):,}: the CRC of "
+                          f"its chunk at byte {base + pos:,} does not match; record skipped")
                 parts, dropping = None, True  # the damaged record's later chunks are dropped with it
                 pos = end if _chunk_ok(buf, end) else pos + left  # a damaged length: on at the next block
                 continue
@@ -574,9 +572,8 @@ class Transactions:
             elif kind in (MIDDLE, LAST):
                 if parts is None:
                     record += 1
-                    info.problem(record, f"record {record} at byte {base + pos:,}: a chunk that continues a record with "
-                                 "no start; skipped")
-                    info.skipped += 1
+                    info.skip(record, f"record {record} at byte {base + pos:,}: a chunk that continues a record with "
+                              "no start; skipped")
                 elif kind == MIDDLE:
                     parts.append(buf[pos + 7:end])
                 else:
@@ -586,8 +583,7 @@ class Transactions:
                     state.record(data, 0, len(data), record)
             else:
                 record += 1
-                info.problem(record, f"record {record} at byte {base + pos:,}: chunk type {kind} is not one W&B writes; skipped")
-                info.skipped += 1
+                info.skip(record, f"record {record} at byte {base + pos:,}: chunk type {kind} is not one W&B writes; skipped")
             pos = end
         else:
             if parts is not None:
@@ -653,15 +649,13 @@ def _chunk_ok(buf: bytes, pos: int) -> bool:
 
 
 def _cut(info: InputFile, out: _Log, record: int, at: int, what: str) -> None:
-    info.problem(record, f"record {record} at byte {at:,} is cut off ({what}): the writer stopped mid-record")
-    info.skipped += 1
+    info.skip(record, f"record {record} at byte {at:,} is cut off ({what}): the writer stopped mid-record")
     info.cut_off = True
     out.ended_mid_record = at
 
 
 def _orphan(info: InputFile, record: int, start: int) -> None:
-    info.problem(record, f"record {record} at byte {start:,}: begun by a FIRST chunk and never ended; skipped")
-    info.skipped += 1
+    info.skip(record, f"record {record} at byte {start:,}: begun by a FIRST chunk and never ended; skipped")
 
 
 class _Decoder:
@@ -682,8 +676,7 @@ class _Decoder:
         try:
             kind = self._record(buf, start, end, number)
         except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            self.info.problem(number, f"record {number}: not a readable W&B Record ({exc}); skipped")
-            self.info.skipped += 1
+            self.info.skip(number, f"record {number}: not a readable W&B Record ({exc}); skipped")
             return
         self.info.records += 1
         self.out.kinds[kind] += 1
