@@ -621,9 +621,16 @@ class Campaign:
         return cached[2]
 
     def metrics_by_run(self) -> dict[str, list[str]]:
-        """The metrics each run logged at least once."""
-        names = self.metric_names()
+        """The metrics each run logged at least once, in a dict of the caller's own (each list too): counted
+        once per frame, like frames_by_run."""
         if not len(self.metrics):
             return {}
-        logged = self.metrics.groupby("run")[names].count()
-        return {str(run): [m for m in names if row[m] > 0] for run, row in logged.iterrows()}
+        key = (len(self.metrics), tuple(self.metrics.columns))
+        cached = self.__dict__.get("_metrics_by_run")
+        if cached is None or cached[0] is not self.metrics or cached[1] != key:
+            names = self.metric_names()
+            counts = self.metrics.groupby("run")[names].count()
+            logged = counts.to_numpy() > 0
+            found = {str(run): [m for m, yes in zip(names, row, strict=True) if yes] for run, row in zip(counts.index, logged)}
+            cached = self.__dict__["_metrics_by_run"] = (self.metrics, key, found)
+        return {run: list(names) for run, names in cached[2].items()}

@@ -139,6 +139,33 @@ def test_each_runs_rows_are_grouped_once_and_again_for_another_frame():
     assert again["x"] is not first["x"] and sorted(again) == ["x"]
 
 
+def test_the_metrics_each_run_logged_are_counted_once_and_again_for_another_frame():
+    """The stop rules, the report and the charts each ask which metrics each run logged: counted once per
+    frame, each caller given lists of its own (counter-example: a changed frame is counted again)."""
+    import pandas as pd
+
+    campaign = Campaign(root="logs")
+    campaign.metrics = pd.DataFrame({"path": ["a", "a", "b"], "line": [1, 2, 1], "run": ["x", "x", "y"],
+                                     "kind": ["train"] * 3, "step": [1, 2, 1], "ts": [None] * 3,
+                                     "loss": [1.0, None, 2.0], "acc": [None, 0.5, None]})
+    counted = []
+    groupby = pd.DataFrame.groupby
+
+    def counting(frame, *args, **kwargs):
+        counted.append(args)
+        return groupby(frame, *args, **kwargs)
+
+    pd.DataFrame.groupby = counting
+    try:
+        first = campaign.metrics_by_run()
+        first["x"].append("changed by a caller")
+        assert campaign.metrics_by_run() == {"x": ["loss", "acc"], "y": ["loss"]} and len(counted) == 1
+        campaign.metrics = campaign.metrics.drop(columns="acc")
+        assert campaign.metrics_by_run() == {"x": ["loss"], "y": ["loss"]} and len(counted) == 2
+    finally:
+        pd.DataFrame.groupby = groupby
+
+
 def test_the_analysis_leaves_each_runs_rows_as_they_were_read():
     """The stop rules count an evaluation run's rows for the run it evaluates, in a dict of their own:
     the runs' rows the charts and the estimates read afterwards are still each run's own."""
