@@ -98,3 +98,78 @@ def test_a_reduced_protocol_fits_when_it_is_exactly_the_window(report_with):
     # Counter-example: 33.5 h more leaves 72.5 h, which does not fit.
     over = options(report_with(33.5))["reduced protocol"]
     assert (over["hours_needed"], over["fits"]) == (72.5, False)
+
+
+@pytest.fixture
+def two_lots_with(tmp_path: Path, sample_plan_data, write_plan):
+    """report.json of an empty LOGS against the sample plan ordered as two lots, train-r16 `extra` hours longer and
+    train-r64 on the other lot's GPU: an A100 lot (gpuA) beside the RTX 4090 lot (gpu0), both from the sample's
+    start, or (`after`) a second RTX 4090 lot (gpu1) that starts when the first ends."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def make(extra: float, after: bool = False) -> dict:
+        def edit(data: dict) -> None:
+            data["schedule"]["steps"][TRAIN_R16]["hours"] += extra
+            rtx = {**data["order"]["lots"][0], "gpu_names": ["gpu0"]}
+            if after:
+                other = {**rtx, "label": "RTX 4090, 3 days (second)", "start": "2026-11-05T09:00:00+09:00", "gpu_names": ["gpu1"]}
+                data["order"]["lots"] = [rtx, other]
+            else:
+                other = {"label": "A100, 3 days", "gpu": "A100", "gpus": 1, "gpu_names": ["gpuA"], "days": 3, "price": 200.0,
+                         "start": rtx["start"]}
+                data["order"]["lots"] = [other, rtx]  # the lot that runs late is not the first
+                data["catalogue"] += [{"label": "A100, 3 days", "gpu": "A100", "gpus": 1, "days": 3, "price": 200},
+                                      {"label": "A100, 7 days", "gpu": "A100", "gpus": 1, "days": 7, "price": 400}]
+            next(s for s in data["schedule"]["steps"] if s["id"] == "train-r64")["resource"] = other["gpu_names"][0]
+
+        return prepare(logs, write_plan(sample_plan_data, edit, name=f"plan-{extra}-{after}.yaml")).report
+
+    return make
+
+
+def test_with_two_lots_the_longer_lots_offered_are_those_of_the_lot_whose_work_runs_late(two_lots_with):
+    # The RTX lot holds gpu0's steps and the cpu and human ones (it ends last, with the A100 lot, and is listed
+    # after it): 48 + 40 - 9 (train-r64, on gpuA now) = 79 h from the lots' start, past its 72 h. The A100 lot
+    # (train-r64, 9 h) fits: nothing is offered for it, though it is the order's first lot. Each price is the
+    # order's: 200 for the A100 lot + the RTX lot offered; the 3-day RTX lot is no option in its own place.
+    late = two_lots_with(40)
+    catalogue = [(o["label"], o["price"], o["fits"], o["hours_needed"]) for o in late["plan_options"] if o["kind"] == "catalogue"]
+    assert catalogue == [("RTX 4090, 7 days in place of RTX 4090, 3 days", 310.0, True, 79.0),
+                         ("RTX 4090, 30 days in place of RTX 4090, 3 days", 590.0, True, 79.0)]
+    more = options(late)["one more RTX 4090, 3 days lot"]
+    assert (more["kind"], more["price"], more["hours_available"]) == ("two_lots", 294.28, 72.0)
+    assert options(late)["reduced protocol"]["price"] == 247.14
+    # Counter-example: 7 h less leaves the RTX lot's work at 72 h, which fits: no option.
+    assert two_lots_with(33)["plan_options"] == []
+
+
+def test_lots_one_after_another_a_lot_whose_work_runs_past_its_own_end_has_options_within_the_orders_span(two_lots_with):
+    # The second lot starts when the first ends: the order spans 144 h, more than the 79 h planned, but gpu0's work
+    # does not fit its own 72 h lot: from 5 h (after prep-env and data-check) load 1, pilot 3, resume-check 1,
+    # control-preds 8, train-r16 49, evaluate 4, explore-len2048 5: 76 h from its start. The cpu and human steps
+    # count against the second lot, which ends last.
+    late = two_lots_with(40, after=True)
+    assert late["schedule"]["window_hours"] == 144.0 and late["schedule"]["planned_hours"] == 79.0
+    seven = options(late)["RTX 4090, 7 days in place of RTX 4090, 3 days"]
+    assert (seven["price"], seven["fits"], seven["hours_needed"]) == (157.14, True, 76.0)
+    reduced = options(late)["reduced protocol"]  # explore-len2048's 5 h on gpu0 saved (train-r64 is on gpu1)
+    assert (reduced["price"], reduced["hours_needed"], reduced["fits"]) == (94.28, 71.0, True)
+    # Counter-example: 4 h less leaves gpu0's work at 72 h from its start: it fits, no option (which the order's
+    # whole span, judged as one lot, would say too: the cases differ where a lot runs late within the span).
+    assert two_lots_with(36, after=True)["plan_options"] == []
+
+
+def test_reportgen_check_names_the_lot_whose_planned_work_runs_past_it_and_a_longer_lot_of_its_gpu(two_lots_with):
+    # The A100 lot is listed first; the RTX 4090 lot's work (79 h) runs past it: the finding is the RTX lot's, at
+    # its place in the order, with the RTX 4090 lot that holds it.
+    late = [w for w in two_lots_with(40)["plan_warnings"] if w["level"] == "error"]
+    assert [w["key"] for w in late] == ["order.lots[1]"] and late[0]["line"] is not None
+    assert late[0]["message"].startswith("the work planned on RTX 4090, 3 days (")
+    assert "takes 79 h from its start, 7 h over its 72 h: consider the RTX 4090, 7 days lot in its place (110 USD)" in late[0]["message"]
+    # Lots one after the other: the order's span (144 h) holds the 79 h planned, gpu0's lot (76 h of work) does not.
+    [after] = [w for w in two_lots_with(40, after=True)["plan_warnings"] if w["level"] == "error"]
+    assert after["key"] == "order.lots[0]" and "takes 76 h from its start, 4 h over its 72 h" in after["message"]
+    # Counter-examples: work that fits each lot is no finding, whatever the lots' order.
+    assert not [w for w in two_lots_with(33)["plan_warnings"] if w["level"] == "error"]
+    assert not [w for w in two_lots_with(36, after=True)["plan_warnings"] if w["level"] == "error"]

@@ -4,7 +4,9 @@ its window, and the lot to order for the next campaign's suggested schedule.
 Compared by lot price, never by a derived hourly rate: the catalogue's longer lots, two lots
 side by side where independent variants exist (they neither shorten a run nor pool memory),
 and a reduced protocol that drops useful and exploratory items and keeps what answers the
-question. A multi-GPU lot (a B200 lot holds 2 GPUs) is one price.
+question. A multi-GPU lot (a B200 lot holds 2 GPUs) is one price. With several lots in the order,
+each lot is judged by its own work from its start (lot_needs), and the options are offered for the
+lots that run late, in their place.
 
 For the next campaign the lot already ordered is compared first: a user who knows that lot is
 told to order it again when the schedule fits it, and by how much it falls short when it does
@@ -14,10 +16,14 @@ not; only then is the catalogue searched for the cheapest lot that holds the sch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Literal
 
 from reportgen.analysis.schedule import (
+    PlannedSlot,
     ScheduleReport,
+    StepReport,
+    hours_between,
     planned_hours,
     planned_timeline,
     window,
@@ -60,24 +66,48 @@ def _independent_variant_steps(plan: Plan) -> list[str]:
             if any(o.variant != s.variant and o.id not in ancestors(s.id) and s.id not in ancestors(o.id) for o in candidates)]
 
 
-def _two_lot_hours(plan: Plan, independent: list[str]) -> float:
-    """The planned length with a second lot's GPUs taking every other independent variant step."""
-    lot = plan.order.lots[0]
-    extra = Lot(**{**lot.model_dump(), "gpu_names": [f"{name}-second" for name in plan.gpu_names()[: lot.gpus]]})
+def _with_another_lot(plan: Plan, independent: list[str], index: int = 0) -> Plan:
+    """The plan with one more lot like its `index`-th, whose GPUs take every other independent variant step."""
+    lot = plan.order.lots[index]
+    extra = Lot(**{**lot.model_dump(), "gpu_names": [f"{name}-second" for name in _lot_gpus(plan)[index]]})
     moved = []
-    for index, step in enumerate(plan.schedule.steps):
+    for step in plan.schedule.steps:
         if step.id in independent and independent.index(step.id) % 2 == 1:
             step = step.model_copy(update={"resource": f"{step.resource}-second"})
         moved.append(step)
-    trial = plan.model_copy(update={
+    return plan.model_copy(update={
         "order": plan.order.model_copy(update={"lots": [*plan.order.lots, extra]}),
         "schedule": plan.schedule.model_copy(update={"steps": moved}),
     })
-    return planned_hours(planned_timeline(trial))
+
+
+def _two_lot_hours(plan: Plan, independent: list[str]) -> float:
+    """The planned length with a second lot's GPUs taking every other independent variant step."""
+    return planned_hours(planned_timeline(_with_another_lot(plan, independent)))
+
+
+def _lot_gpus(plan: Plan) -> list[list[str]]:
+    """The GPU names of each lot of the order, in order."""
+    names, out = plan.gpu_names(), []
+    for lot in plan.order.lots:
+        out.append(names[:lot.gpus])  # the plan's loader holds a lot's names to its GPU count
+        names = names[len(out[-1]):]
+    return out
+
+
+def _without_optional(plan: Plan, optional: list) -> Plan:
+    """The plan without its useful and exploratory steps (nothing depends on them any more)."""
+    dropped = {o.id for o in optional}
+    return plan.model_copy(update={"schedule": plan.schedule.model_copy(update={
+        "steps": [s.model_copy(update={"depends_on": [d for d in s.depends_on if d not in dropped]})
+                  for s in plan.schedule.steps if s not in optional]})})
 
 
 def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
-    """The options, when the planned or the actual schedule is longer than the window; none otherwise."""
+    """The options, when the planned or the actual schedule is longer than the window; none otherwise. With
+    several lots in the order, each lot is judged by its own work (_several_lots)."""
+    if len(plan.order.lots) > 1:
+        return _several_lots(plan, schedule)
     window = schedule.window.hours
     needed = max(schedule.planned_hours, schedule.actual_hours or 0.0)
     if needed <= window + 1e-9:
@@ -109,16 +139,90 @@ def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
             f"{caveat}; this plan has no independent variant steps, so a second lot would not help", needed, window))
     optional = [s for s in plan.schedule.steps if s.category in ("useful", "exploratory")]
     if optional:
-        kept = plan.model_copy(update={"schedule": plan.schedule.model_copy(update={
-            "steps": [s.model_copy(update={"depends_on": [d for d in s.depends_on if d not in {o.id for o in optional}]})
-                      for s in plan.schedule.steps if s not in optional]})})
-        saved = schedule.planned_hours - planned_hours(planned_timeline(kept))
+        saved = schedule.planned_hours - planned_hours(planned_timeline(_without_optional(plan, optional)))
         options.append(PlanOption(
             "reduced", "reduced protocol", round(sum(l.price for l in plan.order.lots), 2), currency,
             needed - saved <= window,
             f"drop {', '.join(f'{s.id} ({s.category})' for s in optional)}: saves {saved:.1f} h, "
             f"{needed - saved:.1f} h left; the required items still answer the question", needed - saved, window,
             [s.id for s in optional]))
+    return options
+
+
+def lot_needs(plan: Plan, slots: list[PlannedSlot], steps: list[StepReport] | None = None) -> tuple[list[float], list[float]]:
+    """For each lot of the order, the hours from its start to the end of the work on it as planned (`slots`, the
+    planned timeline) and as it ran (the steps' actual ends; 0 when none is measured): a GPU step is its GPU's
+    lot's; a cpu or human step counts against the lot that ends last (the last of them in the order, when several
+    end then), as the lot clock judges it."""
+    lots, gpus, start = plan.order.lots, _lot_gpus(plan), window(plan).start
+    ends = [lot.start + timedelta(days=lot.days) for lot in lots]
+    last = max(range(len(lots)), key=lambda i: (ends[i], i))
+    owner = {step.id: next((i for i, names in enumerate(gpus) if step.resource in names), last) for step in plan.schedule.steps}
+    planned, actual = [0.0] * len(lots), [0.0] * len(lots)
+    for slot in slots:
+        i = owner[slot.step.id]
+        end = start + timedelta(hours=slot.end_h)
+        planned[i] = max(planned[i], hours_between(lots[i].start, end))
+    for report in steps or []:
+        i = owner[report.step.id]
+        if report.actual.end is not None:
+            actual[i] = max(actual[i], hours_between(lots[i].start, report.actual.end))
+    return planned, actual
+
+
+def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
+    """R8 for an order of several lots: for each lot whose work, planned or as it ran, takes longer than the lot
+    from its start, the catalogue's lots of its GPU model and count in its place, one more lot like it where its
+    independent variant steps can be split, and the reduced protocol, each judged against that lot."""
+    lots, currency = plan.order.lots, plan.order.currency
+    planned, actual = lot_needs(plan, planned_timeline(plan), schedule.steps)
+    needed = [max(p, a) for p, a in zip(planned, actual, strict=True)]
+    late = [i for i, lot in enumerate(lots) if needed[i] > lot.days * 24.0 + 1e-9]
+    total = round(sum(lot.price for lot in lots), 2)
+    options: list[PlanOption] = []
+    for i in late:
+        lot, which = lots[i], "as it ran" if actual[i] > planned[i] else "as planned"
+        for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus), key=lambda c: (c.price, c.days)):
+            if (entry.label, entry.days) == (lot.label, lot.days) and abs(entry.price - lot.price) < 0.005:
+                continue  # the lot itself: no option in its own place
+            hours = entry.days * 24.0
+            options.append(PlanOption(
+                "catalogue", f"{entry.label} in place of {lot.label}", round(total - lot.price + entry.price, 2),
+                entry.currency or currency, hours >= needed[i],
+                f"one lot of {entry.days} days in place of {lot.label}: a {hours:g} h window for the {needed[i]:.1f} h its "
+                f"work takes from its start ({which}); the price is the order's with it, its other lots as they are",
+                needed[i], hours))
+    caveat = "two lots run independent variants side by side; they neither shorten a run nor pool memory"
+    independent = _independent_variant_steps(plan)
+    resource = {step.id: step.resource for step in plan.schedule.steps}
+    for i in late:
+        lot, span = lots[i], lots[i].days * 24.0
+        mine = [step for step in independent if resource[step] in _lot_gpus(plan)[i]]
+        label, price = f"one more {lot.label} lot", round(total + lot.price, 2)
+        if not mine:
+            options.append(PlanOption("two_lots", label, price, currency, False,
+                                      f"{caveat}; {lot.label} runs no independent variant steps, so another lot like it "
+                                      "would not help", needed[i], span))
+            continue
+        trial = _with_another_lot(plan, mine, i)
+        split, _ = lot_needs(trial, planned_timeline(trial))
+        # The lot and the one like it (last in the trial's order); an actual overrun the plan did not foresee stays.
+        hours = max(split[i], split[-1]) + max(0.0, actual[i] - planned[i])
+        options.append(PlanOption(
+            "two_lots", label, price, currency, hours <= span,
+            f"{caveat}: the independent variant steps on {lot.label} ({', '.join(mine)}) split across it and one more "
+            f"like it give about {hours:.1f} h of its {span:g} h", hours, span))
+    optional = [s for s in plan.schedule.steps if s.category in ("useful", "exploratory")]
+    if optional and late:
+        kept, _ = lot_needs(plan, planned_timeline(_without_optional(plan, optional)))
+        left = {i: needed[i] - (planned[i] - kept[i]) for i in late}
+        worst = max(late, key=lambda i: (left[i] - lots[i].days * 24.0, -i))
+        each = "; ".join(f"{lots[i].label}: saves {planned[i] - kept[i]:.1f} h, {left[i]:.1f} h left of its "
+                         f"{lots[i].days * 24.0:g} h" for i in late)
+        options.append(PlanOption(
+            "reduced", "reduced protocol", total, currency, all(left[i] <= lots[i].days * 24.0 + 1e-9 for i in late),
+            f"drop {', '.join(f'{s.id} ({s.category})' for s in optional)}: {each}; the required items still answer the "
+            "question", left[worst], lots[worst].days * 24.0, [s.id for s in optional]))
     return options
 
 

@@ -6,7 +6,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from reportgen.analysis.schedule import planned_hours, planned_timeline, window
+from reportgen.analysis.options import lot_needs
+from reportgen.analysis.schedule import (
+    PlannedSlot,
+    planned_hours,
+    planned_timeline,
+    window,
+)
 from reportgen.plan.schema import KeyPath, Plan, Variant
 
 # R4: a schedule extrapolated from warm training steps forgets these.
@@ -24,12 +30,34 @@ class Finding:
     message: str
 
 
+def _late_lots(plan: Plan, slots: list[PlannedSlot]) -> list[Finding]:
+    """R8 for an order of several lots: each lot whose planned work takes longer than the lot from its start
+    (options.lot_needs), with the cheapest catalogue lot of its GPU model and count that would hold it."""
+    findings = []
+    for index, (lot, need) in enumerate(zip(plan.order.lots, lot_needs(plan, slots)[0], strict=True)):
+        hours = lot.days * 24.0
+        if need <= hours + 1e-9:
+            continue
+        longer = sorted((c for c in plan.catalogue if (c.gpu, c.gpus) == (lot.gpu, lot.gpus) and c.days * 24 >= need),
+                        key=lambda c: (c.price, c.days))
+        instead = (f"consider the {longer[0].label} lot in its place ({longer[0].price:g} "
+                   f"{longer[0].currency or plan.order.currency})" if longer else "consider a longer lot in its place")
+        findings.append(Finding(
+            "error", ("order", "lots", index),
+            f"the work planned on {lot.label} (its GPUs' steps run one after another; the cpu and human steps count "
+            f"against the lot that ends last) takes {need:g} h from its start, {need - hours:g} h over its {hours:g} h: "
+            f"{instead}, or a reduced protocol that still answers the question"))
+    return findings
+
+
 def check_plan(plan: Plan) -> list[Finding]:
     findings: list[Finding] = []
     slots = planned_timeline(plan)
     planned = planned_hours(slots)
     win = window(plan)
-    if planned > win.hours:
+    if len(plan.order.lots) > 1:
+        findings += _late_lots(plan, slots)
+    elif planned > win.hours:
         over = planned - win.hours
         gpu = plan.order.lots[0].gpu
         longer = sorted(
