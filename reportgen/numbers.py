@@ -9,6 +9,14 @@ from decimal import Decimal
 HOURS_DECIMALS = 4
 
 
+def duration(hours: float | None) -> str:
+    """A length of time as the site tells it, in tables and sentences alike: minutes below an hour, hours above,
+    one decimal ("45.0 min", "1.5 h"); "—" when it is not known."""
+    if hours is None:
+        return "—"
+    return f"{hours * 60:,.1f} min" if abs(hours) < 1 else f"{hours:,.1f} h"
+
+
 def figure(value: float) -> str:
     """12.3, 0.0648, 540, 1,138, 2e-4: enough digits to tell small measurements apart, no false
     precision; below 0.001 (a learning rate) in scientific notation."""

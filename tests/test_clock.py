@@ -187,7 +187,7 @@ def test_a_checkpoint_still_on_the_machine_near_the_lots_end_is_an_alert_even_wi
     [alert] = [a for a in report["alerts"] if a["code"] == "not_transferred"]
     assert alert["key"] == "transfer:ckpt/lora-r16-2/checkpoint-2800"
     assert alert["message"] == ("checkpoint ckpt/lora-r16-2/checkpoint-2800 is still on the rented machine: "
-                                "1.33 min left in the lot, less than 2 x its transfer time (41.3 s, the median of its run's "
+                                "1.3 min left in the lot, less than 2 x its transfer time (41.3 s, the median of its run's "
                                 "3 timed transfers)")
     left = report["clock"]["on_machine"]
     assert [(i["kind"], i["name"]) for i in left["items"]] == [("checkpoint", "ckpt/lora-r16-2/checkpoint-2800")]

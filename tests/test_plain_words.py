@@ -123,6 +123,16 @@ def test_a_measured_figure_reads_with_three_significant_digits_and_small_ones_in
     assert figure(value) == said
 
 
+@pytest.mark.parametrize(("hours", "said"), [
+    (0.0216, "1.3 min"), (59.9 / 60, "59.9 min"), (1.0, "1.0 h"), (46.8, "46.8 h"), (1234.5, "1,234.5 h"), (None, "—"),
+])
+def test_a_length_of_time_reads_in_minutes_below_an_hour_in_alerts_and_on_pages_alike(hours, said):
+    """One way to tell a time: the alerts (time left in the lot, a run silent) and the pages' duration filter."""
+    from reportgen.numbers import duration
+
+    assert duration(hours) == said
+
+
 def test_inspect_of_an_empty_folder_says_no_run_was_found(tmp_path):
     result = CliRunner().invoke(cli, ["inspect", str(tmp_path)])
     assert result.exit_code == 0

@@ -20,7 +20,7 @@ from reportgen.analysis.schedule import hours_between
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.stops import Ledger
 from reportgen.model import Campaign, Evidence
-from reportgen.numbers import figure, median
+from reportgen.numbers import duration, figure, median
 
 # A run still going that has logged nothing for this many of its usual intervals between rows (and at least
 # SILENT_AT_LEAST) may be hung.
@@ -125,7 +125,7 @@ def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
         left = clock.seconds_left_for(item.run)
         if item.transfer_s is not None and left < TRANSFER_MARGIN * item.transfer_s:
             out.append(Alert("not_transferred", f"transfer:{item.name}",
-                             f"{item.kind} {item.name} is still on the rented machine: {_spoken(left)} left in the lot, "
+                             f"{item.kind} {item.name} is still on the rented machine: {duration(left / 3600)} left in the lot, "
                              f"less than {TRANSFER_MARGIN:g} x its transfer time ({figure(item.transfer_s)} s, {item.basis})",
                              item.evidence))
     return out
@@ -153,12 +153,8 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
             last = frame.loc[frame["ts"].idxmax()]  # its last timed row
             line = None if pd.isna(last["line"]) else int(last["line"])
             out.append(Alert("silent", f"silent:{run.id}:{run.last_seen_at.isoformat()}",
-                             f"{run.id} has logged nothing for {_spoken(quiet.total_seconds())} ("
+                             f"{run.id} has logged nothing for {duration(quiet.total_seconds() / 3600)} ("
                              + (f"it usually logs every {figure(usual.total_seconds())} s" if usual else "one row so far")
                              + "), with no end: is it hung?", [Evidence(str(last["path"]), line)]))
     return out
 
-
-def _spoken(seconds: float) -> str:
-    """A length of time as it is said: minutes below two hours, hours above."""
-    return f"{figure(seconds / 60)} min" if seconds < 7200 else f"{figure(seconds / 3600)} h"

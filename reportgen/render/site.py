@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from reportgen import __version__
 from reportgen.errors import BuildError, during
 from reportgen.model import Excerpt, QuotedRecord
-from reportgen.numbers import figure, listed, money
+from reportgen.numbers import duration, figure, listed, money
 from reportgen.parallel import ordered_map
 from reportgen.render import charts as charts_module
 from reportgen.render.memo import CLOCK_SLOT, Asked, PageMemo, Rendered, Tracked
@@ -575,7 +575,7 @@ def environment(custom: Path | None) -> jinja2.Environment:
     env.filters["anchor"] = anchor
     env.filters["breakable"] = breakable
     env.filters["hours"] = lambda v: "—" if v is None else f"{v:,.1f} h"
-    env.filters["duration"] = lambda v: "—" if v is None else (f"{v * 60:,.1f} min" if abs(v) < 1 else f"{v:,.1f} h")
+    env.filters["duration"] = duration
     env.filters["signed_hours"] = lambda v: "—" if v is None else f"{v:+,.1f} h"
     env.filters["figure"] = figure
     env.filters["money"] = lambda v, currency: "—" if v is None else money(v, currency)
