@@ -418,6 +418,36 @@ def test_a_result_that_depends_on_more_than_its_file_is_read_again_when_that_cha
         assert len(calls) == expected_calls, context
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_what_is_kept_of_a_file_is_its_result_as_made_whatever_becomes_of_the_result(tmp_path, jobs):
+    """A file read in the building process hands on the very result its reader made, and the cache keeps its pickle,
+    made before anything could change it; read by workers (jobs=2, enough files to share), the result comes back
+    pickled. Either way a later change to a result handed on is not what the next build loads."""
+    from reportgen.ingest import formats
+    from reportgen.ingest.scan import Kept, Scan
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    names = [f"{n}.log" for n in range(8 if jobs > 1 else 1)]
+    for name in names:
+        (logs / name).write_text(name, encoding="utf-8")
+    found = {name: (logs / name, name.encode()) for name in names}
+    made: dict[str, dict] = {}
+
+    def read(rel: str) -> dict:
+        made[rel] = {"text": (logs / rel).read_text(encoding="utf-8"), "rows": [1, 2]}
+        return made[rel]
+
+    cache = open_cache(logs)
+    first = Scan(logs, found, formats.READERS, cache=cache, jobs=jobs).read_ahead(names, read, Kept("test"))
+    if jobs == 1:  # made here: the result itself (workers make theirs in their own processes)
+        assert first[names[0]] is made[names[0]]
+    for result in first.values():
+        result["rows"].append("changed by the build")
+    again = Scan(logs, found, formats.READERS, cache=cache, jobs=jobs).read_ahead(names, read, Kept("test"))
+    assert again == {name: {"text": name, "rows": [1, 2]} for name in names} and cache.hits == len(names)
+
+
 def ingest_kept(logs: Path, cache) -> tuple[object, list[tuple[str, str]]]:
     """ingest with `cache`, and what it read and kept this time: (the reader's kind, the file or folder) of each."""
     put = []

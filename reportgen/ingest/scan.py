@@ -34,7 +34,7 @@ from reportgen.model import (
     ManifestEntry,
     RunFacts,
 )
-from reportgen.parallel import ordered_map
+from reportgen.parallel import ordered_map, workers_for
 
 if TYPE_CHECKING:
     from reportgen.ingest.textlog import Session
@@ -246,26 +246,33 @@ class Scan:
                 state = None
             todo.append((rel, now, state))
 
-        def attempt(item: tuple[str, Signature, Any]) -> tuple[bytes, bytes | None] | None:
+        def attempt(item: tuple[str, Signature, Any]) -> tuple[T, Any] | None:
+            """The file's result and the state its reader reads on from."""
             rel, _now, state = item
             try:
-                if kept.resume is None:
-                    return pickled(read(rel))
-                return pickled(*kept.resume(rel, state))
+                return (read(rel), None) if kept.resume is None else kept.resume(rel, state)
             except Exception:  # noqa: BLE001 - reported when the reader reads the file again
                 return None
+
+        def attempt_there(item: tuple[str, Signature, Any]) -> tuple[bytes, bytes | None] | None:
+            """attempt in a worker: pickled there, as it travels back and is kept."""
+            made = attempt(item)
+            return None if made is None else pickled(*made)
 
         def heard(index: int, _result: object) -> None:
             if todo[index][0] in self.found:
                 self._heard(todo[index][0])
 
-        for (rel, now, _state), result in zip(todo, ordered_map(attempt, todo, self.jobs, heard)):
-            if result is None:
+        # Read here (one worker: a file grown since the last build, say), a result is handed on as it is made and
+        # kept as its pickle, made before anything can change it; read by workers, it comes back pickled.
+        here = workers_for(self.jobs, len(todo)) == 1
+        for (rel, now, _state), made in zip(todo, ordered_map(attempt if here else attempt_there, todo, self.jobs, heard)):
+            if made is None:
                 continue
-            value, new_state = result
+            value, new_state = pickled(*made) if here else made
             cache.put(kept.kind, rel, kept.context(rel), Entry(now, value, new_state))
             cache.reads += 1
-            results[rel] = pickle.loads(value)
+            results[rel] = made[0] if here else pickle.loads(value)
         results.update(self._read_now(uncached, read) if uncached else {})
         return {rel: results[rel] for rel in rels if rel in results}
 
