@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from reportgen.analysis import Analysis, analyse
+from reportgen.analysis.clock import WALL_CLOCK
 from reportgen.errors import during
 from reportgen.ingest import Progress, check_logs, excerpts, ingest
 from reportgen.ingest.cache import ParseCache, open_cache
@@ -70,7 +71,7 @@ def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, 
         progress("checking", "deliverables", 1, 1)
     with during("analysing the campaign"):
         epoch = build_time()
-        told = (now, "the wall clock") if now is not None else (epoch, "SOURCE_DATE_EPOCH") if epoch is not None else None
+        told = (now, WALL_CLOCK) if now is not None else (epoch, "SOURCE_DATE_EPOCH") if epoch is not None else None
         analysis = analyse(reference.plan, campaign, checks, frozen.time if frozen else None, progress,
                            map_runs=partial(ordered_map, jobs=jobs), now=told, recall=recall)
     with during("making report.json"):

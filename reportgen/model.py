@@ -153,6 +153,7 @@ class WarningCode(StrEnum):
     FROZEN_LATE = "frozen_late"  # the plan was frozen after the rented window opened
     METRIC_NOT_LOGGED = "metric_not_logged"  # no run logged the plan's quality metric
     OUTSIDE_WINDOW = "outside_window"  # a training run started outside the rented window
+    AHEAD_OF_CLOCK = "ahead_of_clock"  # the logs hold times after the wall clock's now (`watch`)
 
 
 @total_ordering
@@ -249,6 +250,7 @@ class InputFile:
     # The last problem counted past the display cap, (line, message): a cut-off last record reported there is
     # still known for what it is (a record being written during the lot is no damage: ingest._being_written).
     last_not_shown: tuple[int | None, str] | None = None
+    being_written: bool = False  # its last record was being written at a live build's now (ingest._being_written)
 
     def problem(self, line: int | None, message: str) -> None:
         """Record a damaged or unusable record; the count is kept even past the display cap."""

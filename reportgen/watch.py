@@ -21,7 +21,7 @@ from pathlib import Path
 
 import watchfiles
 
-from reportgen.build import build
+from reportgen.build import Built, build
 from reportgen.errors import ReportgenError
 from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.recall import Recall
@@ -45,6 +45,10 @@ MAX_REST = 60.0
 # A log that grows at every build has what was read of it written to the parse cache at most this often;
 # meanwhile the watcher holds it in memory (ingest/cache.py ParseCache).
 WRITE_EVERY = 60.0
+# While a lot of the order is still to end, the site moves on with the clock though no log changes (the time
+# left; a run gone silent, a hung job, whose alert comes only from a build; a last line no longer being written):
+# after this many seconds without a change, the site is built again.
+TICK = 60.0
 
 
 def mount_type(path: Path, mounts: str) -> str | None:
@@ -90,6 +94,7 @@ class Watch:
     recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
     warmed: bool = False  # the charts drawn once here, so that the page workers forked at each build need not import plotly's parts
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
+    tick: float = TICK  # seconds without a change after which a build that moves with the clock is made again
 
 
 def changes(paths: Iterable[Path], interval: float, poll: bool, stop: threading.Event) -> Iterator[set[str]]:
@@ -131,6 +136,15 @@ def collected_after() -> Iterator[None]:
             gc.collect()
 
 
+def ticking(built: Built, now: datetime) -> bool:
+    """Whether what the site says moves on with the clock alone: a lot of the order not over at `now` (the time
+    left, the alert for a run gone silent), or a log whose last record was being written (once it has been still
+    for ingest.WRITING_SECONDS, the record is damage)."""
+    clock = built.analysis.clock
+    return (clock is not None and any(lot.end > now for lot in clock.lots)) or \
+        any(info.being_written for info in built.analysis.campaign.inputs)
+
+
 def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None = None,
         serve: tuple[str, int] | None = None, builds: Builds | None = None) -> Builds:
     """Build, then build again after every batch of changes until `stop` is set (Ctrl-C on the terminal);
@@ -166,6 +180,8 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
     events were asked for); when LOGS disappears, the watch waits for it to come back and starts again there."""
     plan_seen = stamp(watch.plan)
     due: str | None = "first build"
+    moves = False  # the last build moves on with the clock (ticking), made at `last` (monotonic)
+    last = time.monotonic()
     while not stop.is_set():
         if not watch.logs.is_dir():
             built = builds.state()["version"] > 0
@@ -183,20 +199,24 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
             if (plan_now := stamp(watch.plan)) != plan_seen:
                 plan_seen = plan_now
                 changed.add(str(watch.plan.resolve()))
+            if due is None and not changed and moves and time.monotonic() - last >= watch.tick:
+                due = "the clock moved on"
             if due is not None or changed:
                 began = time.monotonic()
                 with collected_after():  # the pages told of the new site before the collection
-                    _build(watch, builds, say, due or _what_changed(changed, watch))
-                took = time.monotonic() - began
+                    moves = _build(watch, builds, say, due or _what_changed(changed, watch))
+                last = time.monotonic()
+                took = last - began
                 due = None
                 # The machine runs the training too: what changes meanwhile waits as long as the build took.
                 if stop.wait(min(took, MAX_REST)):
                     return
 
 
-def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> None:
+def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> bool:
     """One build, said on the terminal with the time it began in the plan's time zone (the site's; before
-    any build has read the plan, the machine's)."""
+    any build has read the plan, the machine's). Whether its site moves on with the clock (ticking); a build
+    that failed waits for a change."""
     started, now = time.monotonic(), watch.clock()
     if watch.cache and watch.parse_cache is None:
         watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
@@ -207,7 +227,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
         say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
-        return
+        return False
     builds.zone = built.analysis.schedule.window.start.tzinfo  # the site's: its first lot's start
     if not watch.warmed:
         charts.warm(built.report)
@@ -224,6 +244,7 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
             builds.alerted.add(alert["key"])
             cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
             say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
+    return ticking(built, now)
 
 
 def _what_changed(changed: set[str], watch: Watch) -> str:

@@ -498,3 +498,75 @@ def test_the_watchers_builds_run_with_the_collector_held(tmp_path, monkeypatch):
     finally:
         watching.close()
     assert held == [True] and gc.isenabled()
+
+
+def test_a_run_gone_silent_is_alerted_by_a_build_the_clock_makes_though_no_log_changes(tmp_path):
+    """During the lot nothing has to change for the site to: the time left runs down and a run that stops logging
+    (a hung job) is silent only later. With nothing written, the watcher builds again after `tick` seconds and says
+    the silent run's alert. lora-r16-2 logs a row every 2 minutes or so; the clock moves on by two hours."""
+    from datetime import datetime, timedelta
+
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path)
+    now = [datetime.fromisoformat("2026-11-03T09:59:10+09:00")]  # just after lora-r16-2's last row
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.2, clock=lambda: now[0], tick=0.3))
+    try:
+        watching.version(1)
+        assert not [line for line in watching.said if "has logged nothing" in line], watching.said
+        hours_left = json.loads((tmp_path / "site" / "report.json").read_text(encoding="utf-8"))["clock"]["hours_left"]
+        now[0] += timedelta(hours=2)
+        watching.until("the silent run's alert", lambda: any(line.startswith("alert: lora-r16-2 has logged nothing for 2.0 h")
+                                                            for line in watching.said))
+        assert any("the clock moved on: built" in line for line in watching.said), watching.said
+        later = json.loads((tmp_path / "site" / "report.json").read_text(encoding="utf-8"))["clock"]["hours_left"]
+        assert later == pytest.approx(hours_left - 2, abs=1e-3)
+    finally:
+        watching.close()
+
+
+def test_once_every_lot_is_over_the_site_is_built_again_only_when_something_changes(tmp_path):
+    """Counter-example: the lot over and no log being written (the sample's cut last line was written an hour before
+    the watcher's now, as its copy's time says), nothing moves with the clock: no build comes without a change,
+    however many ticks pass."""
+    from datetime import UTC, datetime, timedelta
+
+    over = datetime.now(UTC) + timedelta(hours=1)  # weeks after the sample's lot; the copied logs' times an hour before
+    watching = Watching(Watch(copied_logs(tmp_path), tmp_path / "logs" / "plan.yaml", tmp_path / "site", interval=0.1,
+                              clock=lambda: over, tick=0.1))
+    try:
+        watching.version(1)
+        time.sleep(1.5)  # fifteen ticks
+        assert watching.builds.state()["version"] == 1, watching.said
+    finally:
+        watching.close()
+
+
+def test_a_last_line_being_written_becomes_damage_by_a_build_the_clock_makes_once_the_log_is_still(tmp_path):
+    """After the lot, a log whose last line has no end yet and changed moments ago is being written: no damage.
+    Left that way for longer than ingest.WRITING_SECONDS, the watcher's next build (made by the clock alone: the
+    lot is over and nothing changes) counts the cut line, as a build does."""
+    from datetime import datetime, timedelta
+
+    from reportgen.ingest import WRITING_SECONDS
+
+    logs = copied_logs(tmp_path)
+    log = logs / "runs" / "control-1" / "events.jsonl"
+    with log.open("a", encoding="utf-8") as out:
+        out.write('{"ts":"2026-11-02T20:15:10.000+09:00","type":"metric","run":"con')
+    now = [datetime.fromisoformat("2026-11-06T09:00:00+09:00")]  # the lot over
+    os.utime(log, (now[0].timestamp() - 10, now[0].timestamp() - 10))
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.2, clock=lambda: now[0], tick=0.3))
+
+    def skipped() -> int:
+        report = json.loads((tmp_path / "site" / "report.json").read_text(encoding="utf-8"))
+        return next(i["skipped"] for i in report["inputs"] if i["path"] == "runs/control-1/events.jsonl")
+
+    try:
+        watching.version(1)
+        assert skipped() == 0
+        now[0] += timedelta(seconds=WRITING_SECONDS)
+        watching.until("the cut line counted", lambda: watching.builds.state()["version"] >= 2 and skipped() == 1)
+        assert any("the clock moved on: built" in line for line in watching.said), watching.said
+    finally:
+        watching.close()

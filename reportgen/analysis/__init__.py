@@ -13,7 +13,7 @@ from reportgen.analysis.checkpoints import (
     checkpoints_report,
     run_checkpoints,
 )
-from reportgen.analysis.clock import Clock, lot_clock, newest_time
+from reportgen.analysis.clock import WALL_CLOCK, Clock, lot_clock, newest_time
 from reportgen.analysis.decisions import PointStatus, decision_points
 from reportgen.analysis.deliverables import (
     OUTPUT_KIND,
@@ -56,6 +56,7 @@ from reportgen.analysis.verdicts import (
 )
 from reportgen.analysis.warnings import (
     CampaignWarning,
+    ahead_of_clock,
     campaign_warnings,
     plan_mismatches,
 )
@@ -265,5 +266,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants, dropped, frozen_at, schedule.window),
                   *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent,
-                                     lot_open=clock is not None and clock.open)],
+                                     lot_open=clock is not None and clock.open),
+                  *(ahead_of_clock(campaign, when) if basis == WALL_CLOCK and when is not None else [])],
     )

@@ -33,6 +33,10 @@ DONE, RUNNING, PENDING, DROPPED = "done", "running", "pending", "dropped"
 OPTIONAL_CATEGORIES = ("useful", "exploratory")
 
 
+# What the now of a live build (`watch`) is, as report.json names it (clock.now_basis).
+WALL_CLOCK = "the wall clock"
+
+
 @dataclass(frozen=True)
 class StepForecast:
     """One step at the build's now: done (its end as logged), running or pending (its end as projected)."""

@@ -129,6 +129,27 @@ def plan_mismatches(plan: Plan, campaign: Campaign, run_variants: dict[str, str 
     return out
 
 
+# Logs a little ahead of the wall clock are two machines' clocks a little apart, not worth a warning.
+AHEAD_TOLERANCE = timedelta(minutes=5)
+
+
+def ahead_of_clock(campaign: Campaign, now: datetime) -> list[CampaignWarning]:
+    """A warning when the logs hold times later than the wall clock's `now` (a live build: `watch`): the training
+    machine's clock, or the time zone its logs were read in, is off; the lot clock counts from `now`, the steps'
+    ends and the runs' last records from the logs, so the time left and the projections are off by as much."""
+    ahead = {run_id: latest for run_id, run in campaign.runs.items()
+             if (latest := max((t for t in (run.ended_at, run.last_seen_at, run.started_at) if t is not None), default=None))
+             is not None and latest > now + AHEAD_TOLERANCE}
+    if not ahead:
+        return []
+    run_ids = sorted(ahead, key=lambda run_id: (-ahead[run_id].timestamp(), run_id))
+    return [CampaignWarning(
+        WarningCode.AHEAD_OF_CLOCK,
+        f"{plural(len(run_ids), 'run')} ({listed(run_ids, 5)}) logged times up to {_after(ahead[run_ids[0]] - now)} after "
+        f"this build's clock ({now:%Y-%m-%d %H:%M %Z}): the training machine's clock or the time zone of its logs is "
+        "off, and the time left in the lot, the projections and the alerts with it", _first_evidence(campaign, run_ids))]
+
+
 def _after(delta: timedelta) -> str:
     hours = delta.total_seconds() / 3600
     if hours < 0.1:

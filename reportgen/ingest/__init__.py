@@ -210,7 +210,7 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
         age = (now - changed).total_seconds()
         if age >= WRITING_SECONDS:
             continue
-        info.cut_off = False
+        info.cut_off, info.being_written = False, True
         # The reader's problem for the cut: the last it reported that says so (readers report it last, at the
         # file's last line for a line-based file), with the line or record it counted as skipped. Past the
         # display cap, it is the last problem counted and not shown.
