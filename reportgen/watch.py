@@ -1,6 +1,8 @@
 """`reportgen watch`: the site kept up to date during the lot. It builds once, then builds again whenever
 a file under LOGS or the plan changes; each build is the same atomic, deterministic build as `reportgen
-build`, and one that fails leaves the last good site in place and says why on the terminal.
+build`, and one that fails leaves the last good site in place and says why on the terminal. While a lot is
+still to end, a minute without changes also builds again: the time left and a run gone silent (a hung job)
+move with the clock, not with the logs.
 
 Changes are heard from the operating system (watchfiles: inotify, FSEvents, ReadDirectoryChangesW) or,
 where it delivers none (network mounts: NFS, SMB, SSHFS...), by looking at LOGS every --interval
