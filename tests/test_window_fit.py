@@ -102,20 +102,25 @@ def test_a_reduced_protocol_fits_when_it_is_exactly_the_window(report_with):
 
 @pytest.fixture
 def two_lots_with(tmp_path: Path, sample_plan_data, write_plan):
-    """report.json of an empty LOGS against the sample plan ordered as two lots, train-r16 `extra` hours longer and
-    train-r64 on the other lot's GPU: an A100 lot (gpuA) beside the RTX 4090 lot (gpu0), both from the sample's
-    start, or (`after`) a second RTX 4090 lot (gpu1) that starts when the first ends."""
+    """report.json of an empty LOGS against the sample plan ordered as two lots: an A100 lot (gpuA) beside the RTX
+    4090 lot (gpu0), both from the sample's start, train-r64 on gpuA and train-r16 `extra` hours longer; or
+    (`after`) a second RTX 4090 lot (gpu1) that starts when the first ends, with train-r64 `extra` hours longer,
+    evaluate and explore-len2048 on gpu1."""
     logs = tmp_path / "logs"
     logs.mkdir()
 
     def make(extra: float, after: bool = False) -> dict:
         def edit(data: dict) -> None:
-            data["schedule"]["steps"][TRAIN_R16]["hours"] += extra
+            steps = {step["id"]: step for step in data["schedule"]["steps"]}
             rtx = {**data["order"]["lots"][0], "gpu_names": ["gpu0"]}
             if after:
                 other = {**rtx, "label": "RTX 4090, 3 days (second)", "start": "2026-11-05T09:00:00+09:00", "gpu_names": ["gpu1"]}
                 data["order"]["lots"] = [rtx, other]
+                steps["train-r64"]["hours"] += extra
+                for moved in ("evaluate", "explore-len2048"):
+                    steps[moved]["resource"] = "gpu1"
             else:
+                data["schedule"]["steps"][TRAIN_R16]["hours"] += extra
                 other = {"label": "A100, 3 days", "gpu": "A100", "gpus": 1, "gpu_names": ["gpuA"], "days": 3, "price": 200.0,
                          "start": rtx["start"]}
                 data["order"]["lots"] = [other, rtx]  # the lot that runs late is not the first
@@ -145,19 +150,21 @@ def test_with_two_lots_the_longer_lots_offered_are_those_of_the_lot_whose_work_r
 
 
 def test_lots_one_after_another_a_lot_whose_work_runs_past_its_own_end_has_options_within_the_orders_span(two_lots_with):
-    # The second lot starts when the first ends: the order spans 144 h, more than the 79 h planned, but gpu0's work
-    # does not fit its own 72 h lot: from 5 h (after prep-env and data-check) load 1, pilot 3, resume-check 1,
-    # control-preds 8, train-r16 49, evaluate 4, explore-len2048 5: 76 h from its start. The cpu and human steps
-    # count against the second lot, which ends last.
-    late = two_lots_with(40, after=True)
-    assert late["schedule"]["window_hours"] == 144.0 and late["schedule"]["planned_hours"] == 79.0
-    seven = options(late)["RTX 4090, 7 days in place of RTX 4090, 3 days"]
-    assert (seven["price"], seven["fits"], seven["hours_needed"]) == (157.14, True, 76.0)
-    reduced = options(late)["reduced protocol"]  # explore-len2048's 5 h on gpu0 saved (train-r64 is on gpu1)
-    assert (reduced["price"], reduced["hours_needed"], reduced["fits"]) == (94.28, 71.0, True)
-    # Counter-example: 4 h less leaves gpu0's work at 72 h from its start: it fits, no option (which the order's
-    # whole span, judged as one lot, would say too: the cases differ where a lot runs late within the span).
-    assert two_lots_with(36, after=True)["plan_options"] == []
+    # The second lot starts when the first ends, and its GPU takes no step before then: train-r64 (9 + 60 h), then
+    # evaluate (4 h), then write-outputs and error-analysis (cpu and human, 8 h: against the second lot, which ends
+    # last) take 81 h from its start, past its 72 h, though the order's span (144 h) is more than the hours planned.
+    # The first lot (gpu0: up to train-r16, 27 h) fits: nothing in its place.
+    late = two_lots_with(60, after=True)
+    assert late["schedule"]["window_hours"] == 144.0
+    catalogue = [(o["label"], o["price"], o["fits"], o["hours_needed"]) for o in late["plan_options"] if o["kind"] == "catalogue"]
+    assert catalogue == [("RTX 4090, 7 days in place of RTX 4090, 3 days (second)", 157.14, True, 81.0),
+                         ("RTX 4090, 30 days in place of RTX 4090, 3 days (second)", 437.14, True, 81.0)]
+    more = options(late)["one more RTX 4090, 3 days (second) lot"]  # train-r64 is its only independent variant step
+    assert (more["fits"], more["price"]) == (False, 141.42) and "one independent variant step (train-r64)" in more["note"]
+    reduced = options(late)["reduced protocol"]  # train-r64 (useful) and explore-len2048 (exploratory) dropped
+    assert (reduced["price"], reduced["hours_needed"], reduced["fits"]) == (94.28, 12.0, True)
+    # Counter-example: 9 h less leaves the second lot's work at 72 h from its start: it fits, no option.
+    assert two_lots_with(51, after=True)["plan_options"] == []
 
 
 def test_reportgen_check_names_the_lot_whose_planned_work_runs_past_it_and_a_longer_lot_of_its_gpu(two_lots_with):
@@ -167,9 +174,10 @@ def test_reportgen_check_names_the_lot_whose_planned_work_runs_past_it_and_a_lon
     assert [w["key"] for w in late] == ["order.lots[1]"] and late[0]["line"] is not None
     assert late[0]["message"].startswith("the work planned on RTX 4090, 3 days (")
     assert "takes 79 h from its start, 7 h over its 72 h: consider the RTX 4090, 7 days lot in its place (110 USD)" in late[0]["message"]
-    # Lots one after the other: the order's span (144 h) holds the 79 h planned, gpu0's lot (76 h of work) does not.
-    [after] = [w for w in two_lots_with(40, after=True)["plan_warnings"] if w["level"] == "error"]
-    assert after["key"] == "order.lots[0]" and "takes 76 h from its start, 4 h over its 72 h" in after["message"]
+    # Lots one after the other: the order's span (144 h) holds the hours planned; the second lot, whose GPU takes no
+    # step before it starts, does not hold the 81 h of its work.
+    [after] = [w for w in two_lots_with(60, after=True)["plan_warnings"] if w["level"] == "error"]
+    assert after["key"] == "order.lots[1]" and "takes 81 h from its start, 9 h over its 72 h" in after["message"]
     # Counter-examples: work that fits each lot is no finding, whatever the lots' order.
     assert not [w for w in two_lots_with(33)["plan_warnings"] if w["level"] == "error"]
-    assert not [w for w in two_lots_with(36, after=True)["plan_warnings"] if w["level"] == "error"]
+    assert not [w for w in two_lots_with(51, after=True)["plan_warnings"] if w["level"] == "error"]

@@ -18,9 +18,12 @@ from functools import cache
 
 from reportgen.analysis.runs import total_steps
 from reportgen.analysis.schedule import (
+    LotSpan,
     ScheduleReport,
     StepReport,
+    ending_last,
     hours_between,
+    lot_spans,
     runs_matching,
 )
 from reportgen.analysis.status import RunStatus
@@ -48,25 +51,6 @@ class StepForecast:
     evidence: list[Evidence] = field(default_factory=list)
     start: datetime | None = None  # when it started (done, running) or is projected to (pending)
     deadline: datetime | None = None  # when its machine is reclaimed: its GPU's lot's end (else the last lot's)
-
-
-@dataclass(frozen=True)
-class LotSpan:
-    """One rented lot: when it holds its GPUs."""
-
-    label: str
-    start: datetime
-    end: datetime
-    gpus: tuple[str, ...]
-
-
-def lot_spans(plan: Plan) -> list[LotSpan]:
-    """Each lot of the order with its GPUs' names (the plan's gpu_names, else gpu0, gpu1, ... across lots)."""
-    names, spans = plan.gpu_names(), []
-    for lot in plan.order.lots:
-        spans.append(LotSpan(lot.label, lot.start, lot.start + timedelta(days=lot.days), tuple(names[:lot.gpus])))
-        names = names[lot.gpus:]
-    return spans
 
 
 @dataclass(frozen=True)
@@ -341,12 +325,12 @@ def _late_lots(plan: Plan, clock: Clock) -> dict[int, datetime]:
     the end of the lot that ends last (the window's), that lot's (the last of them in the order, when several
     end then)."""
     resource = {step.id: step.resource for step in plan.schedule.steps}
-    ending_last = max(range(len(clock.lots)), key=lambda i: (clock.lots[i].end, i))
+    last = ending_last(clock.lots)
     late: dict[int, datetime] = {}
     for step in clock.late:
         if step.end is None:
             continue
-        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), ending_last)
+        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), last)
         late[index] = max(late.get(index, step.end), step.end)
     return dict(sorted(late.items()))
 

@@ -20,10 +20,11 @@ from datetime import timedelta
 from typing import Literal
 
 from reportgen.analysis.schedule import (
-    PlannedSlot,
     ScheduleReport,
     StepReport,
+    ending_last,
     hours_between,
+    lot_spans,
     planned_hours,
     planned_timeline,
     window,
@@ -69,7 +70,7 @@ def _independent_variant_steps(plan: Plan) -> list[str]:
 def _with_another_lot(plan: Plan, independent: list[str], index: int = 0) -> Plan:
     """The plan with one more lot like its `index`-th, whose GPUs take every other independent variant step."""
     lot = plan.order.lots[index]
-    extra = Lot(**{**lot.model_dump(), "gpu_names": [f"{name}-second" for name in _lot_gpus(plan)[index]]})
+    extra = Lot(**{**lot.model_dump(), "gpu_names": [f"{name}-second" for name in lot_spans(plan)[index].gpus]})
     moved = []
     for step in plan.schedule.steps:
         if step.id in independent and independent.index(step.id) % 2 == 1:
@@ -84,15 +85,6 @@ def _with_another_lot(plan: Plan, independent: list[str], index: int = 0) -> Pla
 def _two_lot_hours(plan: Plan, independent: list[str]) -> float:
     """The planned length with a second lot's GPUs taking every other independent variant step."""
     return planned_hours(planned_timeline(_with_another_lot(plan, independent)))
-
-
-def _lot_gpus(plan: Plan) -> list[list[str]]:
-    """The GPU names of each lot of the order, in order."""
-    names, out = plan.gpu_names(), []
-    for lot in plan.order.lots:
-        out.append(names[:lot.gpus])  # the plan's loader holds a lot's names to its GPU count
-        names = names[len(out[-1]):]
-    return out
 
 
 def _without_optional(plan: Plan, optional: list) -> Plan:
@@ -149,24 +141,23 @@ def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     return options
 
 
-def lot_needs(plan: Plan, slots: list[PlannedSlot], steps: list[StepReport] | None = None) -> tuple[list[float], list[float]]:
-    """For each lot of the order, the hours from its start to the end of the work on it as planned (`slots`, the
-    planned timeline) and as it ran (the steps' actual ends; 0 when none is measured): a GPU step is its GPU's
-    lot's; a cpu or human step counts against the lot that ends last (the last of them in the order, when several
-    end then), as the lot clock judges it."""
-    lots, gpus, start = plan.order.lots, _lot_gpus(plan), window(plan).start
-    ends = [lot.start + timedelta(days=lot.days) for lot in lots]
-    last = max(range(len(lots)), key=lambda i: (ends[i], i))
-    owner = {step.id: next((i for i, names in enumerate(gpus) if step.resource in names), last) for step in plan.schedule.steps}
-    planned, actual = [0.0] * len(lots), [0.0] * len(lots)
-    for slot in slots:
+def lot_needs(plan: Plan, steps: list[StepReport] | None = None) -> tuple[list[float], list[float]]:
+    """For each lot of the order, the hours from its start to the end of the work on it as planned (each GPU's
+    steps one after another, none before its lot starts: planned_timeline by lot) and as it ran (the steps'
+    actual ends; 0 when none is measured): a GPU step is its GPU's lot's; a cpu or human step counts against the
+    lot that ends last, as the lot clock judges it."""
+    spans, start = lot_spans(plan), window(plan).start
+    last = ending_last(spans)
+    owner = {step.id: next((i for i, span in enumerate(spans) if step.resource in span.gpus), last)
+             for step in plan.schedule.steps}
+    planned, actual = [0.0] * len(spans), [0.0] * len(spans)
+    for slot in planned_timeline(plan, by_lot=True):
         i = owner[slot.step.id]
-        end = start + timedelta(hours=slot.end_h)
-        planned[i] = max(planned[i], hours_between(lots[i].start, end))
+        planned[i] = max(planned[i], hours_between(spans[i].start, start + timedelta(hours=slot.end_h)))
     for report in steps or []:
         i = owner[report.step.id]
         if report.actual.end is not None:
-            actual[i] = max(actual[i], hours_between(lots[i].start, report.actual.end))
+            actual[i] = max(actual[i], hours_between(spans[i].start, report.actual.end))
     return planned, actual
 
 
@@ -175,7 +166,7 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     from its start, the catalogue's lots of its GPU model and count in its place, one more lot like it where its
     independent variant steps can be split, and the reduced protocol, each judged against that lot."""
     lots, currency = plan.order.lots, plan.order.currency
-    planned, actual = lot_needs(plan, planned_timeline(plan), schedule.steps)
+    planned, actual = lot_needs(plan, schedule.steps)
     needed = [max(p, a) for p, a in zip(planned, actual, strict=True)]
     late = [i for i, lot in enumerate(lots) if needed[i] > lot.days * 24.0 + 1e-9]
     total = round(sum(lot.price for lot in lots), 2)
@@ -183,8 +174,8 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     for i in late:
         lot, which = lots[i], "as it ran" if actual[i] > planned[i] else "as planned"
         for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus), key=lambda c: (c.price, c.days)):
-            if (entry.label, entry.days) == (lot.label, lot.days) and abs(entry.price - lot.price) < 0.005:
-                continue  # the lot itself: no option in its own place
+            if entry.days == lot.days and abs(entry.price - lot.price) < 0.005:
+                continue  # the lot itself (whatever the order calls it): no option in its own place
             hours = entry.days * 24.0
             options.append(PlanOption(
                 "catalogue", f"{entry.label} in place of {lot.label}", round(total - lot.price + entry.price, 2),
@@ -194,18 +185,19 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
                 needed[i], hours))
     caveat = "two lots run independent variants side by side; they neither shorten a run nor pool memory"
     independent = _independent_variant_steps(plan)
-    resource = {step.id: step.resource for step in plan.schedule.steps}
+    resource, spans = {step.id: step.resource for step in plan.schedule.steps}, lot_spans(plan)
     for i in late:
         lot, span = lots[i], lots[i].days * 24.0
-        mine = [step for step in independent if resource[step] in _lot_gpus(plan)[i]]
+        mine = [step for step in independent if resource[step] in spans[i].gpus]
         label, price = f"one more {lot.label} lot", round(total + lot.price, 2)
-        if not mine:
+        if len(mine) < 2:  # one lot each for two of them at least: with one, the other lot would take nothing
             options.append(PlanOption("two_lots", label, price, currency, False,
-                                      f"{caveat}; {lot.label} runs no independent variant steps, so another lot like it "
-                                      "would not help", needed[i], span))
+                                      f"{caveat}; {lot.label} runs "
+                                      + (f"one independent variant step ({mine[0]})" if mine else "no independent variant steps")
+                                      + ", so another lot like it would not help", needed[i], span))
             continue
         trial = _with_another_lot(plan, mine, i)
-        split, _ = lot_needs(trial, planned_timeline(trial))
+        split, _ = lot_needs(trial)
         # The lot and the one like it (last in the trial's order); an actual overrun the plan did not foresee stays.
         hours = max(split[i], split[-1]) + max(0.0, actual[i] - planned[i])
         options.append(PlanOption(
@@ -214,7 +206,7 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
             f"like it give about {hours:.1f} h of its {span:g} h", hours, span))
     optional = [s for s in plan.schedule.steps if s.category in ("useful", "exploratory")]
     if optional and late:
-        kept, _ = lot_needs(plan, planned_timeline(_without_optional(plan, optional)))
+        kept, _ = lot_needs(_without_optional(plan, optional))
         left = {i: needed[i] - (planned[i] - kept[i]) for i in late}
         worst = max(late, key=lambda i: (left[i] - lots[i].days * 24.0, -i))
         each = "; ".join(f"{lots[i].label}: saves {planned[i] - kept[i]:.1f} h, {left[i]:.1f} h left of its "

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from reportgen.analysis.options import lot_needs
 from reportgen.analysis.schedule import (
-    PlannedSlot,
     planned_hours,
     planned_timeline,
     window,
@@ -30,11 +29,11 @@ class Finding:
     message: str
 
 
-def _late_lots(plan: Plan, slots: list[PlannedSlot]) -> list[Finding]:
+def _lots_over(plan: Plan) -> list[Finding]:
     """R8 for an order of several lots: each lot whose planned work takes longer than the lot from its start
     (options.lot_needs), with the cheapest catalogue lot of its GPU model and count that would hold it."""
     findings = []
-    for index, (lot, need) in enumerate(zip(plan.order.lots, lot_needs(plan, slots)[0], strict=True)):
+    for index, (lot, need) in enumerate(zip(plan.order.lots, lot_needs(plan)[0], strict=True)):
         hours = lot.days * 24.0
         if need <= hours + 1e-9:
             continue
@@ -44,7 +43,7 @@ def _late_lots(plan: Plan, slots: list[PlannedSlot]) -> list[Finding]:
                    f"{longer[0].currency or plan.order.currency})" if longer else "consider a longer lot in its place")
         findings.append(Finding(
             "error", ("order", "lots", index),
-            f"the work planned on {lot.label} (its GPUs' steps run one after another; the cpu and human steps count "
+            f"the work planned on {lot.label} (its GPUs' steps run one after another, none before it starts; the cpu and human steps count "
             f"against the lot that ends last) takes {need:g} h from its start, {need - hours:g} h over its {hours:g} h: "
             f"{instead}, or a reduced protocol that still answers the question"))
     return findings
@@ -56,7 +55,7 @@ def check_plan(plan: Plan) -> list[Finding]:
     planned = planned_hours(slots)
     win = window(plan)
     if len(plan.order.lots) > 1:
-        findings += _late_lots(plan, slots)
+        findings += _lots_over(plan)
     elif planned > win.hours:
         over = planned - win.hours
         gpu = plan.order.lots[0].gpu

@@ -115,13 +115,41 @@ def window(plan: Plan) -> Window:
     return Window(start=min(starts), end=max(ends))
 
 
-def planned_timeline(plan: Plan) -> list[PlannedSlot]:
-    """Earliest start of every step: after its dependencies, and one at a time on each GPU (R5).
+@dataclass(frozen=True)
+class LotSpan:
+    """One rented lot: when it holds its GPUs."""
+
+    label: str
+    start: datetime
+    end: datetime
+    gpus: tuple[str, ...]
+
+
+def lot_spans(plan: Plan) -> list[LotSpan]:
+    """Each lot of the order with its GPUs' names (the plan's gpu_names, else gpu0, gpu1, ... across lots)."""
+    names, spans = plan.gpu_names(), []
+    for lot in plan.order.lots:
+        spans.append(LotSpan(lot.label, lot.start, lot.start + timedelta(days=lot.days), tuple(names[:lot.gpus])))
+        names = names[lot.gpus:]
+    return spans
+
+
+def ending_last(spans: list[LotSpan]) -> int:
+    """The lot a cpu or human step is judged against: the one that ends last (the last of them in the order, when
+    several end then)."""
+    return max(range(len(spans)), key=lambda i: (spans[i].end, i))
+
+
+def planned_timeline(plan: Plan, by_lot: bool = False) -> list[PlannedSlot]:
+    """Earliest start of every step: after its dependencies, and one at a time on each GPU (R5); with `by_lot`,
+    a step on a GPU also no earlier than its lot starts (a lot bought to follow another).
 
     Steps are placed in plan order among those whose dependencies are done, so the schedule is
     the one the table reads as; `cpu` and `human` steps are limited only by their dependencies.
     """
     gpus = set(plan.gpu_names())
+    first = window(plan).start
+    opens = {gpu: hours_between(first, span.start) for span in lot_spans(plan) for gpu in span.gpus} if by_lot else {}
     pending = list(plan.schedule.steps)
     ends: dict[str, float] = {}
     free_at: dict[str, float] = {}
@@ -133,7 +161,7 @@ def planned_timeline(plan: Plan) -> list[PlannedSlot]:
         pending.remove(ready)
         start = max([ends[d] for d in ready.depends_on], default=0.0)
         if ready.resource in gpus:
-            start = max(start, free_at.get(ready.resource, 0.0))
+            start = max(start, free_at.get(ready.resource, 0.0), opens.get(ready.resource, 0.0))
             free_at[ready.resource] = start + ready.hours
         ends[ready.id] = start + ready.hours
         slots.append(PlannedSlot(step=ready, start_h=start, end_h=start + ready.hours))
