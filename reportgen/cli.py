@@ -160,8 +160,8 @@ def watch(logs: Path, plan: Path, out: Path, serve: str | None, interval: float,
     """Keep the site of LOGS and PLAN up to date while the campaign runs.
 
     Builds once, then again whenever a file under LOGS or the plan changes, and after a minute
-    without changes while a lot is still to end (the time left and a run gone silent move with the
-    clock): each build is the same atomic, deterministic build as `reportgen build`; one that fails
+    without changes while a lot is still to end or a log's last line is being written (the time
+    left, a run gone silent and a line cut off for good move with the clock): each build is the same atomic, deterministic build as `reportgen build`; one that fails
     keeps the last good site and prints why. Ctrl-C stops.
 
     \b

@@ -1,8 +1,8 @@
 """`reportgen watch`: the site kept up to date during the lot. It builds once, then builds again whenever
 a file under LOGS or the plan changes; each build is the same atomic, deterministic build as `reportgen
 build`, and one that fails leaves the last good site in place and says why on the terminal. While a lot is
-still to end, a minute without changes also builds again: the time left and a run gone silent (a hung job)
-move with the clock, not with the logs.
+still to end, or a log's last line is being written, a minute without changes also builds again: the time
+left, a run gone silent (a hung job) and a line cut off for good move with the clock, not with the logs.
 
 Changes are heard from the operating system (watchfiles: inotify, FSEvents, ReadDirectoryChangesW) or,
 where it delivers none (network mounts: NFS, SMB, SSHFS...), by looking at LOGS every --interval
@@ -51,6 +51,7 @@ WRITE_EVERY = 60.0
 # left; a run gone silent, a hung job, whose alert comes only from a build; a last line no longer being written):
 # after this many seconds without a change, the site is built again.
 TICK = 60.0
+TICKED = "the clock moved on"  # why such a build is made; said on the terminal only when it brings an alert
 
 
 def mount_type(path: Path, mounts: str) -> str | None:
@@ -202,11 +203,12 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
                 plan_seen = plan_now
                 changed.add(str(watch.plan.resolve()))
             if due is None and not changed and moves and time.monotonic() - last >= watch.tick:
-                due = "the clock moved on"
+                due = TICKED
             if due is not None or changed:
                 began = time.monotonic()
                 with collected_after():  # the pages told of the new site before the collection
-                    moves = _build(watch, builds, say, due or _what_changed(changed, watch))
+                    # A build that fails moves as the last good one did: a hung run with quiet logs is still told of.
+                    moves = _build(watch, builds, say, due or _what_changed(changed, watch), quiet=due == TICKED, moved=moves)
                 last = time.monotonic()
                 took = last - began
                 due = None
@@ -215,10 +217,12 @@ def _watch(watch: Watch, builds: Builds, say: Callable[[str], None], poll: bool,
                     return
 
 
-def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -> bool:
+def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str, quiet: bool = False,
+           moved: bool = False) -> bool:
     """One build, said on the terminal with the time it began in the plan's time zone (the site's; before
-    any build has read the plan, the machine's). Whether its site moves on with the clock (ticking); a build
-    that failed waits for a change."""
+    any build has read the plan, the machine's); with `quiet` (a build the clock made, once a minute during the
+    lot), said only when it brings a new alert, and a failure said only when it is not the last one's. Whether
+    its site moves on with the clock (ticking); for a build that failed, `moved`: as the last good one."""
     started, now = time.monotonic(), watch.clock()
     if watch.cache and watch.parse_cache is None:
         watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
@@ -226,10 +230,12 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
                       jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall)
     except ReportgenError as exc:
+        again = quiet and builds.state()["failure"] == exc.format_message()
         builds.failed(exc.format_message())
         kept = "the last good site stays" if builds.state()["version"] else "no site yet"
-        say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
-        return False
+        if not again:
+            say(f"{now.astimezone(builds.zone):%H:%M:%S} {why}: the build failed ({kept}):\n{exc.format_message()}")
+        return moved
     builds.zone = built.analysis.schedule.window.start.tzinfo  # the site's: its first lot's start
     if not watch.warmed:
         charts.warm(built.report)
@@ -238,14 +244,15 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str) -
     builds.built()
     report = built.report
     warnings = len(report["warnings"])
-    say(f"{clock} {why}: built {watch.out}/index.html in {time.monotonic() - started:.1f} s: "
-        f"verdict {report['campaign']['verdict']}, {len(report['runs'])} runs"
-        + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
-    for alert in report["alerts"]:
-        if alert["key"] not in builds.alerted:  # each alert once, however many builds still find it
-            builds.alerted.add(alert["key"])
-            cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
-            say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
+    new = [alert for alert in report["alerts"] if alert["key"] not in builds.alerted]  # each alert once
+    if new or not quiet:
+        say(f"{clock} {why}: built {watch.out}/index.html in {time.monotonic() - started:.1f} s: "
+            f"verdict {report['campaign']['verdict']}, {len(report['runs'])} runs"
+            + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
+    for alert in new:
+        builds.alerted.add(alert["key"])
+        cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
+        say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
     return ticking(built, now)
 
 

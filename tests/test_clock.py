@@ -492,6 +492,7 @@ def test_a_late_step_on_no_gpu_is_the_lot_that_ends_last_s_though_another_is_lis
     assert catalogue["RTX 4090, 7 days in place of RTX 4090, 3 days"]["fits"] == (span <= 7 * 24)
     assert "from its start (2026-11-02 09:00)" in catalogue["RTX 4090, 7 days in place of RTX 4090, 3 days"]["note"]
 
+
 def test_logs_dated_after_the_wall_clock_are_a_warning_of_a_clock_or_time_zone_that_is_off(tmp_path):
     """The watcher's clock two hours behind the logs (a training machine set to the wrong time, or logs read in
     the wrong zone): the runs that logged later than now are named, with how far ahead the latest is. Counter-
@@ -501,6 +502,6 @@ def test_logs_dated_after_the_wall_clock_are_a_warning_of_a_clock_or_time_zone_t
     [ahead] = [w for w in behind["warnings"] if w["code"] == "ahead_of_clock"]
     assert ahead["message"].startswith("2 runs (lora-r16-2, lora-r16-1) logged times up to 2.0 h after this build's clock")
     assert ahead["evidence"] and all(e["path"].startswith("runs/lora-r16-") for e in ahead["evidence"])
-    assert behind["clock"]["now_basis"] == "the wall clock"
+    assert behind["clock"]["now_basis"] == "the wall clock" and "this build's clock (2026-11-03 08:00 " in ahead["message"]
     for report in (prepare(logs, logs / "plan.yaml", now=CUT - timedelta(minutes=4)).report, prepare(logs, logs / "plan.yaml").report):
         assert not [w for w in report["warnings"] if w["code"] == "ahead_of_clock"]

@@ -536,7 +536,8 @@ def test_once_every_lot_is_over_the_site_is_built_again_only_when_something_chan
                               clock=lambda: over, tick=0.1))
     try:
         watching.version(1)
-        time.sleep(1.5)  # fifteen ticks
+        took = float(watching.said[0].split(" in ")[1].split(" s:")[0])
+        time.sleep(1.5 + 2 * took)  # the rest after the build (as long as it took), then fifteen ticks at least
         assert watching.builds.state()["version"] == 1, watching.said
     finally:
         watching.close()
@@ -567,6 +568,37 @@ def test_a_last_line_being_written_becomes_damage_by_a_build_the_clock_makes_onc
         assert skipped() == 0
         now[0] += timedelta(seconds=WRITING_SECONDS)
         watching.until("the cut line counted", lambda: watching.builds.state()["version"] >= 2 and skipped() == 1)
-        assert any("the clock moved on: built" in line for line in watching.said), watching.said
+        assert len(watching.said) == 1, watching.said  # a build the clock made, with no alert: not said
+    finally:
+        watching.close()
+
+
+def test_a_build_the_clock_makes_that_fails_is_said_once_and_the_clock_goes_on_building(tmp_path, monkeypatch):
+    """During the lot, builds the clock makes that fail (the same way each time) are said once, and the clock keeps
+    building: once a build succeeds again, without any log changing, the site is back."""
+    from datetime import datetime
+
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path)
+    now = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # the lot open
+    build, failing = watch_module.build, threading.Event()
+
+    def flaky(*args, **kwargs):
+        if failing.is_set():
+            raise ReportgenError("the disk is full")
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(watch_module, "build", flaky)
+    watching = Watching(Watch(logs, logs / "plan.yaml", tmp_path / "site", interval=0.1, clock=lambda: now, tick=0.1))
+    try:
+        watching.version(1)
+        failing.set()
+        watching.until("a failed build", lambda: watching.builds.state()["failure"] is not None)
+        time.sleep(2)  # more builds the clock makes, failing the same way
+        failed = [line for line in watching.said if "the build failed" in line]
+        assert len(failed) == 1 and failed[0].startswith("10:00:00 the clock moved on: the build failed"), watching.said
+        failing.clear()
+        watching.version(2)
     finally:
         watching.close()
