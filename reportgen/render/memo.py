@@ -108,7 +108,9 @@ class BuildMemo:
     def entry(self, name: str) -> bytes:
         """The digest of one top-level entry of this build's report (worked out once per build)."""
         if name not in self._digests:
-            self._digests[name] = digest(self.report.get(name, _MISSING))
+            value = self.report.get(name, _MISSING)
+            # A list (the runs...) by its items' digests, each worked out once for the build (report.json's too).
+            self._digests[name] = digest([self.of(item) for item in value]) if isinstance(value, list) else self.of(value)
         return self._digests[name]
 
     def of(self, value: object) -> bytes:
