@@ -15,6 +15,8 @@ import fnmatch
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import pandas as pd
+
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
 from reportgen.analysis.plan_checks import Finding
@@ -147,7 +149,23 @@ def ahead_of_clock(campaign: Campaign, now: datetime) -> list[CampaignWarning]:
         WarningCode.AHEAD_OF_CLOCK,
         f"{plural(len(run_ids), 'run')} ({listed(run_ids, 5)}) logged times up to {_after(ahead[run_ids[0]] - now)} after "
         f"this build's clock ({now:%Y-%m-%d %H:%M %Z}): the training machine's clock or the time zone of its logs is "
-        "off, and the time left in the lot, the projections and the alerts with it", _first_evidence(campaign, run_ids))]
+        "off, and the time left in the lot, the projections and the alerts with it", _latest_evidence(campaign, run_ids))]
+
+
+def _latest_evidence(campaign: Campaign, run_ids: list[str]) -> list[Evidence]:
+    """Where each run logged its latest time: its end as logged, else its last timed row, else where it started."""
+    frames, found = campaign.frames_by_run(), []
+    for run_id in run_ids[:MAX_EVIDENCE]:
+        run, frame = campaign.runs[run_id], frames.get(run_id)
+        timed = frame["ts"].dropna() if frame is not None else None
+        if run.end_evidence is not None and run.ended_at is not None and (timed is None or not len(timed) or run.ended_at >= timed.max()):
+            found.append(run.end_evidence)
+        elif timed is not None and len(timed):
+            last = frame.loc[timed.idxmax()]
+            found.append(Evidence(str(last["path"]), None if pd.isna(last["line"]) else int(last["line"])))
+        else:
+            found.extend(_first_evidence(campaign, [run_id]))
+    return found
 
 
 def _after(delta: timedelta) -> str:
