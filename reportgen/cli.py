@@ -161,8 +161,9 @@ def watch(logs: Path, plan: Path, out: Path, serve: str | None, interval: float,
 
     Builds once, then again whenever a file under LOGS or the plan changes, and after a minute
     without changes while a lot is still to end or a log's last line is being written (the time
-    left, a run gone silent and a line cut off for good move with the clock): each build is the same atomic, deterministic build as `reportgen build`; one that fails
-    keeps the last good site and prints why. Ctrl-C stops.
+    left, a run gone silent and a line cut off for good move with the clock): each build is the
+    same atomic, deterministic build as `reportgen build`; one that fails keeps the last good site
+    and prints why. Ctrl-C stops.
 
     \b
     Example:

@@ -533,6 +533,10 @@ class Run:
     formats: list[str] = field(default_factory=list)
     facts: list[RunFacts] = field(default_factory=list)
 
+    def latest_at(self) -> datetime | None:
+        """The latest time the run logged: its end, its last record or its start."""
+        return max((t for t in (self.ended_at, self.last_seen_at, self.started_at) if t is not None), default=None)
+
 
 @dataclass
 class Campaign:
@@ -621,6 +625,15 @@ class Campaign:
         if cached is None or cached[0] is not self.metrics or cached[1] != key:
             cached = self.__dict__["_run_digests"] = (self.metrics, key, frame_digests(self.metrics, "run"))
         return cached[2]
+
+    def last_timed_row(self, run_id: str) -> Evidence | None:
+        """Where a run's latest timed row of the metrics frame is (None: it has none)."""
+        frame = self.frames_by_run().get(run_id)
+        timed = frame["ts"].dropna() if frame is not None else None
+        if timed is None or not len(timed):
+            return None
+        last = frame.loc[timed.idxmax()]
+        return Evidence(str(last["path"]), None if pd.isna(last["line"]) else int(last["line"]))
 
     def metrics_by_run(self) -> dict[str, list[str]]:
         """The metrics each run logged at least once, in a dict of the caller's own (each list too): counted

@@ -181,3 +181,27 @@ def test_reportgen_check_names_the_lot_whose_planned_work_runs_past_it_and_a_lon
     # Counter-examples: work that fits each lot is no finding, whatever the lots' order.
     assert not [w for w in two_lots_with(33)["plan_warnings"] if w["level"] == "error"]
     assert not [w for w in two_lots_with(51, after=True)["plan_warnings"] if w["level"] == "error"]
+
+
+def test_the_costs_page_says_which_does_not_fit_the_schedule_or_a_lot_of_several(tmp_path, sample_plan_data, write_plan):
+    """One lot: the schedule does not fit the rented window. Several: a lot's own work does not fit it (the
+    order's span may hold the whole schedule)."""
+    from reportgen.build import build
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def longer(data: dict) -> None:
+        data["schedule"]["steps"][TRAIN_R16]["hours"] += 40
+
+    def and_a_second_lot(data: dict) -> None:
+        longer(data)
+        first = data["order"]["lots"][0]
+        first["gpu_names"] = ["gpu0"]
+        data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": "2026-11-05T09:00:00+09:00",
+                                      "gpu_names": ["gpu1"]})
+
+    for edit, said in ((longer, "The schedule does not fit the rented window."),
+                       (and_a_second_lot, "The work on a lot does not fit it, from its start to its end.")):
+        build(logs, write_plan(sample_plan_data, edit, name=f"{edit.__name__}.yaml"), tmp_path / edit.__name__)
+        assert said in (tmp_path / edit.__name__ / "costs.html").read_text(encoding="utf-8")

@@ -267,5 +267,6 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         warnings=[*plan_mismatches(plan, campaign, run_variants, dropped, frozen_at, schedule.window),
                   *campaign_warnings(campaign, problems, findings, runs, checkpoints, spent,
                                      lot_open=clock is not None and clock.open),
-                  *(ahead_of_clock(campaign, when.astimezone(schedule.window.start.tzinfo)) if basis == WALL_CLOCK and when is not None else [])],
+                  *(ahead_of_clock(campaign, when.astimezone(schedule.window.start.tzinfo))
+                    if basis == WALL_CLOCK and when is not None else [])],
     )

@@ -150,11 +150,9 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
         usual = pd.Timedelta(np.median(gaps)).to_pytimedelta() if len(gaps) else None
         quiet = now - run.last_seen_at
         if quiet > (SILENT_AT_LEAST if usual is None else max(SILENT_FACTOR * usual, SILENT_AT_LEAST)):
-            last = frame.loc[frame["ts"].idxmax()]  # its last timed row
-            line = None if pd.isna(last["line"]) else int(last["line"])
             out.append(Alert("silent", f"silent:{run.id}:{run.last_seen_at.isoformat()}",
                              f"{run.id} has logged nothing for {duration(quiet.total_seconds() / 3600)} ("
                              + (f"it usually logs every {figure(usual.total_seconds())} s" if usual else "one row so far")
-                             + "), with no end: is it hung?", [Evidence(str(last["path"]), line)]))
+                             + "), with no end: is it hung?", [campaign.last_timed_row(run.id)]))
     return out
 

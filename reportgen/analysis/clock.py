@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cache
 
+from reportgen.analysis.options import lots_like
 from reportgen.analysis.runs import total_steps
 from reportgen.analysis.schedule import (
     LotSpan,
@@ -126,7 +127,7 @@ class Clock:
 
 def newest_time(campaign: Campaign) -> datetime | None:
     """The latest time the logs hold: a run's end or last record, a step's start or end."""
-    times = [t for run in campaign.runs.values() for t in (run.ended_at, run.last_seen_at, run.started_at) if t is not None]
+    times = [t for run in campaign.runs.values() if (t := run.latest_at()) is not None]
     times += [mark.at for mark in campaign.step_marks]
     return max(times) if times else None
 
@@ -352,8 +353,7 @@ def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepFo
                               f"{entry.days} days{instead}: a {entry.days * 24:g} h window for the {figure(span)} h "
                               "projected" + (f" from its start ({start.astimezone(clock.now.tzinfo):%Y-%m-%d %H:%M})"
                                              if several else ""))
-                    for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus),
-                                        key=lambda c: (c.price, c.days))]
+                    for entry in lots_like(plan, lot)]
     if optional:
         rest = [s for s in clock.steps if s.state == RUNNING and s.end is not None] + [f for f in without if f.end]
         last = max((s.end for s in rest if s.end is not None), default=clock.now)

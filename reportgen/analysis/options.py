@@ -30,7 +30,7 @@ from reportgen.analysis.schedule import (
     window,
 )
 from reportgen.numbers import money
-from reportgen.plan.schema import Lot, Plan
+from reportgen.plan.schema import CatalogueEntry, Lot, Plan
 
 # A longer lot of the catalogue, two lots side by side, or the plan reduced to what answers the question.
 OptionKind = Literal["catalogue", "two_lots", "reduced"]
@@ -47,6 +47,12 @@ class PlanOption:
     hours_needed: float
     hours_available: float | None
     dropped: list[str] = field(default_factory=list)
+
+
+def lots_like(plan: Plan, lot: Lot) -> list[CatalogueEntry]:
+    """The catalogue's lots of `lot`'s GPU model and count (a B200 lot of 2 GPUs is not two of 1), cheapest first,
+    then shortest."""
+    return sorted((c for c in plan.catalogue if (c.gpu, c.gpus) == (lot.gpu, lot.gpus)), key=lambda c: (c.price, c.days))
 
 
 def _independent_variant_steps(plan: Plan) -> list[str]:
@@ -108,7 +114,7 @@ def plan_options(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     currency = plan.order.currency
     which = "actual" if (schedule.actual_hours or 0.0) > schedule.planned_hours else "planned"
     options: list[PlanOption] = []
-    for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus), key=lambda c: (c.price, c.days)):
+    for entry in lots_like(plan, lot):
         hours = entry.days * 24.0
         gpus = f", {entry.gpus} GPUs in one lot at one price" if entry.gpus > 1 else ""
         options.append(PlanOption(
@@ -168,12 +174,13 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     lots, currency = plan.order.lots, plan.order.currency
     planned, actual = lot_needs(plan, schedule.steps)
     needed = [max(p, a) for p, a in zip(planned, actual, strict=True)]
-    late = [i for i, lot in enumerate(lots) if needed[i] > lot.days * 24.0 + 1e-9]
+    own = [lot.days * 24.0 for lot in lots]  # each lot's window, from its start
+    late = [i for i in range(len(lots)) if needed[i] > own[i] + 1e-9]
     total = round(sum(lot.price for lot in lots), 2)
     options: list[PlanOption] = []
     for i in late:
         lot, which = lots[i], "as it ran" if actual[i] > planned[i] else "as planned"
-        for entry in sorted((c for c in plan.catalogue if c.gpu == lot.gpu and c.gpus == lot.gpus), key=lambda c: (c.price, c.days)):
+        for entry in lots_like(plan, lot):
             if entry.days == lot.days and abs(entry.price - lot.price) < 0.005:
                 continue  # the lot itself (whatever the order calls it): no option in its own place
             hours = entry.days * 24.0
@@ -187,7 +194,7 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     independent = _independent_variant_steps(plan)
     resource, spans = {step.id: step.resource for step in plan.schedule.steps}, lot_spans(plan)
     for i in late:
-        lot, span = lots[i], lots[i].days * 24.0
+        lot, span = lots[i], own[i]
         mine = [step for step in independent if resource[step] in spans[i].gpus]
         label, price = f"one more {lot.label} lot", round(total + lot.price, 2)
         if len(mine) < 2:  # one lot each for two of them at least: with one, the other lot would take nothing
@@ -208,13 +215,13 @@ def _several_lots(plan: Plan, schedule: ScheduleReport) -> list[PlanOption]:
     if optional and late:
         kept, _ = lot_needs(_without_optional(plan, optional))
         left = {i: needed[i] - (planned[i] - kept[i]) for i in late}
-        worst = max(late, key=lambda i: (left[i] - lots[i].days * 24.0, -i))
-        each = "; ".join(f"{lots[i].label}: saves {planned[i] - kept[i]:.1f} h, {left[i]:.1f} h left of its "
-                         f"{lots[i].days * 24.0:g} h" for i in late)
+        worst = max(late, key=lambda i: (left[i] - own[i], -i))
+        each = "; ".join(f"{lots[i].label}: saves {planned[i] - kept[i]:.1f} h, {left[i]:.1f} h left of its {own[i]:g} h"
+                         for i in late)
         options.append(PlanOption(
-            "reduced", "reduced protocol", total, currency, all(left[i] <= lots[i].days * 24.0 + 1e-9 for i in late),
+            "reduced", "reduced protocol", total, currency, all(left[i] <= own[i] + 1e-9 for i in late),
             f"drop {', '.join(f'{s.id} ({s.category})' for s in optional)}: {each}; the required items still answer the "
-            "question", left[worst], lots[worst].days * 24.0, [s.id for s in optional]))
+            "question", left[worst], own[worst], [s.id for s in optional]))
     return options
 
 

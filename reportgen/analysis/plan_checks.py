@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from reportgen.analysis.options import lot_needs
+from reportgen.analysis.options import lot_needs, lots_like
 from reportgen.analysis.schedule import (
     planned_hours,
     planned_timeline,
@@ -37,14 +37,13 @@ def _lots_over(plan: Plan) -> list[Finding]:
         hours = lot.days * 24.0
         if need <= hours + 1e-9:
             continue
-        longer = sorted((c for c in plan.catalogue if (c.gpu, c.gpus) == (lot.gpu, lot.gpus) and c.days * 24 >= need),
-                        key=lambda c: (c.price, c.days))
+        longer = [c for c in lots_like(plan, lot) if c.days * 24 >= need]
         instead = (f"consider the {longer[0].label} lot in its place ({longer[0].price:g} "
                    f"{longer[0].currency or plan.order.currency})" if longer else "consider a longer lot in its place")
         findings.append(Finding(
             "error", ("order", "lots", index),
-            f"the work planned on {lot.label} (its GPUs' steps run one after another, none before it starts; the cpu and human steps count "
-            f"against the lot that ends last) takes {need:g} h from its start, {need - hours:g} h over its {hours:g} h: "
+            f"the work planned on {lot.label} (its GPUs' steps run one after another, none before it starts; the cpu "
+            f"and human steps count against the lot that ends last) takes {need:g} h from its start, {need - hours:g} h over its {hours:g} h: "
             f"{instead}, or a reduced protocol that still answers the question"))
     return findings
 

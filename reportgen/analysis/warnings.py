@@ -15,8 +15,6 @@ import fnmatch
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import pandas as pd
-
 from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.deliverables import Costs
 from reportgen.analysis.plan_checks import Finding
@@ -140,8 +138,7 @@ def ahead_of_clock(campaign: Campaign, now: datetime) -> list[CampaignWarning]:
     machine's clock, or the time zone its logs were read in, is off; the lot clock counts from `now`, the steps'
     ends and the runs' last records from the logs, so the time left and the projections are off by as much."""
     ahead = {run_id: latest for run_id, run in campaign.runs.items()
-             if (latest := max((t for t in (run.ended_at, run.last_seen_at, run.started_at) if t is not None), default=None))
-             is not None and latest > now + AHEAD_TOLERANCE}
+             if (latest := run.latest_at()) is not None and latest > now + AHEAD_TOLERANCE}
     if not ahead:
         return []
     run_ids = sorted(ahead, key=lambda run_id: (-ahead[run_id].timestamp(), run_id))
@@ -154,17 +151,12 @@ def ahead_of_clock(campaign: Campaign, now: datetime) -> list[CampaignWarning]:
 
 def _latest_evidence(campaign: Campaign, run_ids: list[str]) -> list[Evidence]:
     """Where each run logged its latest time: its end as logged, else its last timed row, else where it started."""
-    frames, found = campaign.frames_by_run(), []
+    found = []
     for run_id in run_ids[:MAX_EVIDENCE]:
-        run, frame = campaign.runs[run_id], frames.get(run_id)
-        timed = frame["ts"].dropna() if frame is not None else None
-        if run.end_evidence is not None and run.ended_at is not None and (timed is None or not len(timed) or run.ended_at >= timed.max()):
-            found.append(run.end_evidence)
-        elif timed is not None and len(timed):
-            last = frame.loc[timed.idxmax()]
-            found.append(Evidence(str(last["path"]), None if pd.isna(last["line"]) else int(last["line"])))
-        else:
-            found.extend(_first_evidence(campaign, [run_id]))
+        run = campaign.runs[run_id]
+        ended = run.end_evidence if run.ended_at is not None and run.ended_at == run.latest_at() else None
+        where = ended or campaign.last_timed_row(run_id)
+        found.extend([where] if where is not None else _first_evidence(campaign, [run_id]))
     return found
 
 
