@@ -205,3 +205,37 @@ def test_the_costs_page_says_which_does_not_fit_the_schedule_or_a_lot_of_several
                        (and_a_second_lot, "The work on a lot does not fit it, from its start to its end.")):
         build(logs, write_plan(sample_plan_data, edit, name=f"{edit.__name__}.yaml"), tmp_path / edit.__name__)
         assert said in (tmp_path / edit.__name__ / "costs.html").read_text(encoding="utf-8")
+
+
+def test_the_planned_timeline_places_a_later_lots_steps_from_that_lots_start(tmp_path, sample_plan_data, write_plan):
+    """A lot bought to follow another holds its GPUs from its own start: the schedule page's planned start of a step
+    on its GPU is no earlier, and the planned hours count the wait."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def second_lot(start: str | None):
+        def edit(data: dict) -> None:
+            first = data["order"]["lots"][0]
+            first["gpu_names"] = ["gpu0"]
+            data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": start or first["start"],
+                                          "gpu_names": ["gpu1"]})
+            for step in data["schedule"]["steps"]:
+                if step["id"] in ("train-r64", "evaluate", "explore-len2048"):
+                    step["resource"] = "gpu1"
+        return edit
+
+    def steps(report: dict) -> dict[str, tuple[str, str]]:
+        return {s["id"]: (s["planned_start"], s["planned_end"]) for s in report["schedule"]["steps"]}
+
+    after = prepare(logs, write_plan(sample_plan_data, second_lot("2026-11-05T09:00:00+09:00"), name="after.yaml")).report
+    # gpu1's lot starts when gpu0's ends (72 h in): train-r64 (9 h) from then, evaluate (4 h) after it, then
+    # write-outputs (2 h, cpu) and error-analysis (6 h, human): 72 + 9 + 4 + 2 + 6 = 93 h of the order's 144.
+    assert steps(after)["train-r64"] == ("2026-11-05T09:00:00+09:00", "2026-11-05T18:00:00+09:00")
+    assert steps(after)["evaluate"] == ("2026-11-05T18:00:00+09:00", "2026-11-05T22:00:00+09:00")
+    assert (after["schedule"]["window_hours"], after["schedule"]["planned_hours"]) == (144.0, 93.0)
+    # Counter-example: a second lot from the first one's start holds its GPU from the start: train-r64 waits only
+    # for what it depends on (resume-check, 10 h in), beside control-preds on gpu0; evaluate follows train-r16 (27 h
+    # in): 27 + 4 + 2 + 6 = 39 h.
+    beside = prepare(logs, write_plan(sample_plan_data, second_lot(None), name="beside.yaml")).report
+    assert steps(beside)["train-r64"] == ("2026-11-02T19:00:00+09:00", "2026-11-03T04:00:00+09:00")
+    assert beside["schedule"]["planned_hours"] == 39.0

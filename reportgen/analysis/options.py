@@ -157,7 +157,7 @@ def lot_needs(plan: Plan, steps: list[StepReport] | None = None) -> tuple[list[f
     owner = {step.id: next((i for i, span in enumerate(spans) if step.resource in span.gpus), last)
              for step in plan.schedule.steps}
     planned, actual = [0.0] * len(spans), [0.0] * len(spans)
-    for slot in planned_timeline(plan, by_lot=True):
+    for slot in planned_timeline(plan):
         i = owner[slot.step.id]
         planned[i] = max(planned[i], hours_between(spans[i].start, start + timedelta(hours=slot.end_h)))
     for report in steps or []:

@@ -140,16 +140,16 @@ def ending_last(spans: list[LotSpan]) -> int:
     return max(range(len(spans)), key=lambda i: (spans[i].end, i))
 
 
-def planned_timeline(plan: Plan, by_lot: bool = False) -> list[PlannedSlot]:
-    """Earliest start of every step: after its dependencies, and one at a time on each GPU (R5); with `by_lot`,
-    a step on a GPU also no earlier than its lot starts (a lot bought to follow another).
+def planned_timeline(plan: Plan) -> list[PlannedSlot]:
+    """Earliest start of every step: after its dependencies, one at a time on each GPU (R5), and a step on a GPU
+    no earlier than its lot starts (a lot bought to follow another holds its GPUs from its own start).
 
     Steps are placed in plan order among those whose dependencies are done, so the schedule is
     the one the table reads as; `cpu` and `human` steps are limited only by their dependencies.
     """
     gpus = set(plan.gpu_names())
     first = window(plan).start
-    opens = {gpu: hours_between(first, span.start) for span in lot_spans(plan) for gpu in span.gpus} if by_lot else {}
+    opens = {gpu: hours_between(first, span.start) for span in lot_spans(plan) for gpu in span.gpus}
     pending = list(plan.schedule.steps)
     ends: dict[str, float] = {}
     free_at: dict[str, float] = {}
