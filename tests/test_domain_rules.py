@@ -377,6 +377,24 @@ def test_r8_78_hours_are_6_hours_over_3_days_and_the_7_day_lot_is_suggested():
         ": consider the RTX 4090, 7 days lot (110 USD), or a reduced protocol that still answers the question")
 
 
+def test_r8_the_longer_lot_check_names_has_the_ordered_lots_gpu_count():
+    """A lot of 2 GPUs is not one of 1: a cheaper 2-GPU lot in the catalogue is not the longer lot `check` names for
+    a plan ordered on one GPU; the catalogue's options (the Costs page) already judge lots by model and count."""
+    def with_a_pair(data: dict) -> None:
+        overrun_by_30_hours(data)
+        data["catalogue"].insert(0, {"label": "RTX 4090 x2, 7 days", "gpu": "RTX 4090", "gpus": 2, "days": 7, "price": 100})
+
+    (error,) = [f for f in plan_checks.check_plan(make_plan(with_a_pair)) if f.level == "error"]
+    assert "consider the RTX 4090, 7 days lot (110 USD)" in error.message
+    # Counter-example: ordered on two GPUs, the pair's lot is the one named.
+    def on_two(data: dict) -> None:
+        with_a_pair(data)
+        data["order"]["lots"][0]["gpus"] = 2
+
+    found = [f.message for f in plan_checks.check_plan(make_plan(on_two)) if f.level == "error"]
+    assert any("consider the RTX 4090 x2, 7 days lot (100 USD)" in m for m in found), found
+
+
 def test_r8_options_are_catalogue_lots_two_lots_or_a_reduced_protocol_by_lot_price():
     """R8: the 7-day lot, two lots for independent variants, or a reduced protocol; R7: priced by lot, no hourly rate."""
     plan = make_plan(overrun_by_30_hours)

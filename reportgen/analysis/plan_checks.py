@@ -57,10 +57,7 @@ def check_plan(plan: Plan) -> list[Finding]:
         findings += _lots_over(plan)
     elif planned > win.hours:
         over = planned - win.hours
-        gpu = plan.order.lots[0].gpu
-        longer = sorted(
-            (c for c in plan.catalogue if c.gpu == gpu and c.days * 24 >= planned), key=lambda c: (c.price, c.days)
-        )
+        longer = [c for c in lots_like(plan, plan.order.lots[0]) if c.days * 24 >= planned]
         options = (
             f"consider the {longer[0].label} lot ({longer[0].price:g} {longer[0].currency or plan.order.currency})"
             if longer
