@@ -239,3 +239,35 @@ def test_the_planned_timeline_places_a_later_lots_steps_from_that_lots_start(tmp
     beside = prepare(logs, write_plan(sample_plan_data, second_lot(None), name="beside.yaml")).report
     assert steps(beside)["train-r64"] == ("2026-11-02T19:00:00+09:00", "2026-11-03T04:00:00+09:00")
     assert beside["schedule"]["planned_hours"] == 39.0
+
+
+def test_the_schedule_chart_shows_each_gpu_steps_row_against_its_own_lot(tmp_path, sample_plan_data, write_plan):
+    """With lots one after another, the Gantt's rented time behind a gpu1 step starts with gpu1's lot, the first
+    lot's end is named beside the window's, and report.json lists the lots; one lot keeps one window box."""
+    from reportgen.render.charts import schedule_gantt
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def edit(data: dict) -> None:
+        first = data["order"]["lots"][0]
+        first["gpu_names"] = ["gpu0"]
+        data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": "2026-11-05T09:00:00+09:00",
+                                      "gpu_names": ["gpu1"]})
+        next(s for s in data["schedule"]["steps"] if s["id"] == "train-r64")["resource"] = "gpu1"
+
+    schedule = prepare(logs, write_plan(sample_plan_data, edit, name="after.yaml")).report["schedule"]
+    assert [(lot["label"], lot["start"], lot["end"], lot["gpus"]) for lot in schedule["lots"]] == [
+        ("RTX 4090, 3 days", "2026-11-02T09:00:00+09:00", "2026-11-05T09:00:00+09:00", ["gpu0"]),
+        ("RTX 4090, 3 days (second)", "2026-11-05T09:00:00+09:00", "2026-11-08T09:00:00+09:00", ["gpu1"])]
+    layout = schedule_gantt(schedule)["layout"]
+    rows = {step["id"]: (shape["x0"], shape["x1"])
+            for step, shape in zip(schedule["steps"], layout["shapes"], strict=True)}
+    assert rows["train-r64"] == ("2026-11-05 09:00:00", "2026-11-08 09:00:00")  # gpu1's lot
+    assert rows["pilot"] == ("2026-11-02 09:00:00", "2026-11-05 09:00:00")  # gpu0's lot
+    assert rows["prep-env"] == ("2026-11-02 09:00:00", "2026-11-08 09:00:00")  # human: the window
+    assert [a["text"] for a in layout["annotations"]] == ["end of rented window", "end of RTX 4090, 3 days"]
+    # Counter-example: one lot, one box over every row and the window's end alone.
+    one = schedule_gantt(prepare(logs, write_plan(sample_plan_data, name="one.yaml")).report["schedule"])["layout"]
+    assert [(s["yref"], s["x0"], s["x1"]) for s in one["shapes"]] == [("paper", "2026-11-02 09:00:00", "2026-11-05 09:00:00")]
+    assert [a["text"] for a in one["annotations"]] == ["end of rented window"]

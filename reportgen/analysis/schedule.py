@@ -27,6 +27,16 @@ class Window:
 
 
 @dataclass(frozen=True)
+class LotSpan:
+    """One rented lot: when it holds its GPUs."""
+
+    label: str
+    start: datetime
+    end: datetime
+    gpus: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PlannedSlot:
     step: ScheduleStep
     start_h: float  # hours from the window's start
@@ -69,6 +79,7 @@ class ScheduleReport:
     steps: list[StepReport]
     actual_start: datetime | None
     actual_end: datetime | None
+    lots: list[LotSpan] = field(default_factory=list)  # each lot's span and GPUs, in the order's order
 
     @property
     def planned_unused_hours(self) -> float:
@@ -113,16 +124,6 @@ def window(plan: Plan) -> Window:
     starts = [lot.start for lot in plan.order.lots]
     ends = [lot.start + timedelta(days=lot.days) for lot in plan.order.lots]
     return Window(start=min(starts), end=max(ends))
-
-
-@dataclass(frozen=True)
-class LotSpan:
-    """One rented lot: when it holds its GPUs."""
-
-    label: str
-    start: datetime
-    end: datetime
-    gpus: tuple[str, ...]
 
 
 def lot_spans(plan: Plan) -> list[LotSpan]:
@@ -255,4 +256,5 @@ def reconcile(plan: Plan, campaign: Campaign) -> ScheduleReport:
         steps=steps,
         actual_start=min(starts) if starts else None,
         actual_end=max(ends) if ends else None,
+        lots=lot_spans(plan),
     )

@@ -110,8 +110,9 @@ def _ms(start: str, end: str) -> float:
 
 
 def schedule_gantt(schedule: dict, clock: dict | None = None) -> dict:
-    """Planned and actual bars per step on one time axis, with the rented window marked (R6); while the lot
-    clock runs, each step still to do as projected (from now for a running one) and a line at now."""
+    """Planned and actual bars per step on one time axis, with the rented window marked (R6): with several lots,
+    a GPU step's row shows its own lot's span, the other rows the whole window, and each lot's end is named; while
+    the lot clock runs, each step still to do as projected (from now for a running one) and a line at now."""
     steps = schedule["steps"]
     zone = _zone(schedule["window_start"])
     labels = [f"{s['id']} ({s['resource']})" for s in steps]
@@ -163,37 +164,56 @@ def schedule_gantt(schedule: dict, clock: dict | None = None) -> dict:
         xaxis={"type": "date", "title": {"text": f"time ({zone_name(zone)})"}},
         yaxis={"autorange": "reversed", "automargin": True},
         legend=_legend_below(),
-        shapes=[
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": _local(schedule["window_start"], zone),
-                "x1": _local(schedule["window_end"], zone),
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": "rgba(47,111,179,0.06)",
-                "line": {"width": 1, "dash": "dot", "color": COLORS["actual"]},
-                "layer": "below",
-            }
-        ] + ([{"type": "line", "xref": "x", "yref": "paper", "x0": _local(clock["now"], zone), "x1": _local(clock["now"], zone),
+        shapes=_rented(schedule, steps, zone) + ([{"type": "line", "xref": "x", "yref": "paper", "x0": _local(clock["now"], zone), "x1": _local(clock["now"], zone),
                "y0": 0, "y1": 1, "line": {"width": 1.5, "color": COLORS["open"]}}] if running else []),
         annotations=[
             {
-                "x": _local(schedule["window_end"], zone),
+                "x": _local(end, zone),
                 "y": 1,
                 "xref": "x",
                 "yref": "paper",
-                "text": "end of rented window",
+                "text": text,
                 "showarrow": False,
                 "xanchor": "right",
                 "yanchor": "bottom",
                 "font": {"size": 11, "color": TEXT},
             }
+            for end, text in _lot_ends(schedule)
         ] + ([{"x": _local(clock["now"], zone), "y": 1, "xref": "x", "yref": "paper", "text": "now", "showarrow": False,
                "xanchor": "left", "yanchor": "bottom", "font": {"size": 11, "color": TEXT}}] if running else []),
     ))
     return _to_dict(fig)
+
+
+def _rented(schedule: dict, steps: list[dict], zone: timezone) -> list[dict]:
+    """The rented time behind the bars: the window (R6); with several lots, on each GPU step's row its lot's span
+    (a lot bought to follow another holds its GPU from its own start), on the other rows the window."""
+    box = {"type": "rect", "xref": "x", "fillcolor": "rgba(47,111,179,0.06)", "layer": "below",
+           "line": {"width": 1, "dash": "dot", "color": COLORS["actual"]}}
+    window = (_local(schedule["window_start"], zone), _local(schedule["window_end"], zone))
+    lots = schedule.get("lots") or []
+    if len(lots) < 2:
+        return [{**box, "yref": "paper", "x0": window[0], "x1": window[1], "y0": 0, "y1": 1}]
+    spans = {gpu: (_local(lot["start"], zone), _local(lot["end"], zone)) for lot in lots for gpu in lot["gpus"]}
+    shapes = []
+    for row, step in enumerate(steps):
+        x0, x1 = spans.get(step["resource"], window)
+        shapes.append({**box, "yref": "y", "x0": x0, "x1": x1, "y0": row - 0.5, "y1": row + 0.5})
+    return shapes
+
+
+def _lot_ends(schedule: dict) -> list[tuple[str, str]]:
+    """Where the rented time ends, named: the window's end, and with several lots each earlier lot's end."""
+    ends = [("end of rented window", schedule["window_end"])]
+    lots = schedule.get("lots") or []
+    if len(lots) > 1:
+        last = datetime.fromisoformat(schedule["window_end"])
+        earlier: dict[datetime, list[str]] = {}
+        for lot in lots:
+            if datetime.fromisoformat(lot["end"]) < last:
+                earlier.setdefault(datetime.fromisoformat(lot["end"]), []).append(lot["label"])
+        ends += [(f"end of {' and '.join(labels)}", at.isoformat()) for at, labels in sorted(earlier.items())]
+    return [(at, text) for text, at in ends]
 
 
 def percent(fractions: tuple[float, float]) -> tuple[float, float]:

@@ -343,6 +343,8 @@ def _schedule_json(schedule: ScheduleReport, variance: VarianceReport, tz: tzinf
             kind: {key: hours(value) if key.endswith("hours") else value for key, value in figures.items()}
             for kind, figures in schedule.time_by_resource_kind().items()
         },
+        "lots": [{"label": lot.label, "start": iso(lot.start, tz), "end": iso(lot.end, tz), "gpus": list(lot.gpus)}
+                 for lot in schedule.lots],
         "steps": [_step_json(item, variance, tz, schedule.window.start) for item in schedule.steps],
         # The whole campaign: planned span + explained + unexplained = actual span.
         "explained": _causes_json(total.causes if total else []),
