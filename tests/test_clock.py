@@ -132,6 +132,32 @@ def test_a_running_step_with_no_pace_to_project_from_takes_the_plans_hours(tmp_p
     assert steps["train-r16"]["state"] == "pending" and steps["train-r16"]["basis"].startswith("not started")
 
 
+
+def test_a_running_run_that_logs_no_total_of_steps_is_said_so_in_the_plans_time_zone(tmp_path):
+    """lora-r16-2 at work with a pace but no total of steps in its config: its steps left are unknown, so the step
+    takes the plan's hours, and the basis says that, not that no pace was found. The step's start, logged in UTC
+    (a machine whose logs are in UTC), is told in the plan's zone (+09:00), as every time on the site is."""
+    logs = live_logs(tmp_path)
+    run_log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    lines = run_log.read_text(encoding="utf-8").splitlines()
+    start = json.loads(lines[0])
+    del start["config"]["steps"]
+    run_log.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n", encoding="utf-8")
+    marks = logs / "campaign" / "events.jsonl"
+    in_utc = []
+    for line in marks.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        event["ts"] = datetime.fromisoformat(event["ts"]).astimezone(UTC).isoformat().replace("+00:00", "Z")
+        in_utc.append(json.dumps(event))
+    marks.write_text("\n".join(in_utc) + "\n", encoding="utf-8")
+    train = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r16"]
+    assert train["state"] == "running"
+    assert train["basis"] == ("under way since 2026-11-03 04:10, lora-r16-2 logs no total of steps (no max_steps or like "
+                              "it in its sources or config), so its steps left are unknown: the plan's 9 h"), train["basis"]
+    assert train["end"] == "2026-11-03T13:10:00+09:00"
+    # Counter-example: with its total logged, the same run is projected at its pace (the test above).
+
+
 def test_source_date_epoch_older_than_the_logs_gives_way_to_the_newest_time_in_them(tmp_path, monkeypatch):
     """A build's now is SOURCE_DATE_EPOCH, unless the logs went on past it: a clock before its own evidence
     would project from rows it has not reached."""

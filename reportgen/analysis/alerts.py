@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import LEFT_ON_MACHINE, CheckpointsReport
-from reportgen.analysis.clock import Clock, still_going
+from reportgen.analysis.clock import Clock, minute, still_going
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.schedule import hours_between
 from reportgen.analysis.status import RunStatus
@@ -53,9 +53,9 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
         worst = max(clock.late, key=lambda s: hours_between(s.deadline or clock.window_last, s.end or clock.now))
         deadline = worst.deadline or clock.window_last
         what = "the work left is" if len(clock.lots) == 1 else f"step {worst.id} is"  # each lot has its own end
-        out.append(Alert("overrun", "overrun", f"{what} projected to end {worst.end:%Y-%m-%d %H:%M}, "
+        out.append(Alert("overrun", "overrun", f"{what} projected to end {minute(worst.end, clock.now.tzinfo)}, "
                          f"{figure(clock.overrun_hours)} h past {'the' if len(clock.lots) == 1 else 'its'} lot's end "
-                         f"({deadline:%Y-%m-%d %H:%M})"))
+                         f"({minute(deadline, clock.now.tzinfo)})"))
     out += _transfers(clock, left_there)
     out += _silent(clock.now, campaign, statuses) if working else []
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from functools import cache
 
 from reportgen.analysis.options import lots_like
@@ -123,6 +123,12 @@ class Clock:
     def overrun_hours(self) -> float:
         """How far the latest step runs past its deadline."""
         return max((hours_between(s.deadline or self.window_last, s.end) for s in self.late if s.end is not None), default=0.0)
+
+
+def minute(at: datetime, zone: tzinfo | None) -> str:
+    """A time as the clock's texts tell it: to the minute, in the plan's time zone (the zone of every time on the
+    site), whatever zone the log that gave it was in."""
+    return f"{at.astimezone(zone):%Y-%m-%d %H:%M}"
 
 
 def newest_time(campaign: Campaign) -> datetime | None:
@@ -246,7 +252,7 @@ def _place(pending: list[StepReport], ends: dict[str, datetime], free_at: dict[s
         if step.resource in gpus:
             free_at[step.resource] = end
         ends[step.id] = end
-        placed.append(StepForecast(step.id, PENDING, end, f"not started: {duration.basis} from {start:%Y-%m-%d %H:%M}",
+        placed.append(StepForecast(step.id, PENDING, end, f"not started: {duration.basis} from {minute(start, now.tzinfo)}",
                                    duration.evidence, start=start))
     return placed
 
@@ -274,10 +280,11 @@ def _running(step_id: str, hours: float, patterns: list[str], started: datetime,
     runs = runs_matching(patterns, campaign.runs)
     going = [run for run in runs if still_going(run, statuses)]
     others = [(run.id, pace) for run in runs if (pace := paces(run.id)) is not None and pace.seconds_per_step]
-    ends, said, evidence = [], [], []
+    ends, said, evidence, unknown = [], [], [], []
     for run in going:
         projected = _run_end(run, paces(run.id), others, now)
-        if projected is None:
+        if isinstance(projected, str):
+            unknown.append(projected)
             continue
         end, text, cited = projected
         ends.append(end)
@@ -287,28 +294,31 @@ def _running(step_id: str, hours: float, patterns: list[str], started: datetime,
         return StepForecast(step_id, RUNNING, max(ends), "; ".join(said), evidence)
     planned = started + timedelta(hours=hours)
     if going:
-        why = "no pace to project from"
+        why = "; ".join(unknown)
     elif any(run.started_at is not None for run in runs):
         why = "its runs ended but its own end is not logged"
     else:
         why = "no run of it logged yet"
-    basis = (f"under way since {started:%Y-%m-%d %H:%M}, {why}: the plan's {figure(hours)} h"
+    basis = (f"under way since {minute(started, now.tzinfo)}, {why}: the plan's {figure(hours)} h"
              + (", already past: now at the earliest" if planned < now else ""))
     return StepForecast(step_id, RUNNING, max(planned, now), basis)
 
 
 def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
-             now: datetime) -> tuple[datetime, str, list[Evidence]] | None:
+             now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
+    """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
+    so; else why it cannot be told."""
     total = total_steps(run)
     if total is None or run.last_step is None:
-        return None
+        return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config), so its steps left "
+                "are unknown" if total is None else f"{run.id} has logged no step yet")
     if own is not None and own.seconds_per_step:
         pace, whose = own, "its"
     elif others:
         name, pace = others[0]
         whose = f"{name}'s (its own rows are too few)"
     else:
-        return None
+        return f"{run.id} has too few timed steps for a pace, and no other run of the step has one"
     steps, source = total
     per_step = pace.seconds_per_step or 0.0
     left = max(0, steps - run.last_step)
@@ -351,7 +361,7 @@ def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepFo
         instead = f" in place of {lot.label}" if several else ""  # which lot it would replace, when there are several
         options += [LotOption("catalogue", entry.label + instead, entry.days * 24.0 >= span,
                               f"{entry.days} days{instead}: a {entry.days * 24:g} h window for the {figure(span)} h "
-                              "projected" + (f" from its start ({start.astimezone(clock.now.tzinfo):%Y-%m-%d %H:%M})"
+                              "projected" + (f" from its start ({minute(start, clock.now.tzinfo)})"
                                              if several else ""))
                     for entry in lots_like(plan, lot)]
     if optional:
@@ -362,6 +372,6 @@ def _options(plan: Plan, clock: Clock, optional: list[str], without: list[StepFo
         categories = {s.id: s.category for s in plan.schedule.steps}
         options.append(LotOption("reduced", "reduced protocol", fits,
                                  f"leave out {listed(optional)} ({', '.join(sorted({categories[s] for s in optional}))}), "
-                                 f"not started: the rest ends {last:%Y-%m-%d %H:%M}"
+                                 f"not started: the rest ends {minute(last, clock.now.tzinfo)}"
                                  + ("" if fits else f", still {figure(max(late))} h past the end")))
     return options
