@@ -153,9 +153,17 @@ def test_a_running_run_that_logs_no_total_of_steps_is_said_so_in_the_plans_time_
     train = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r16"]
     assert train["state"] == "running"
     assert train["basis"] == ("under way since 2026-11-03 04:10, lora-r16-2 logs no total of steps (no max_steps or like "
-                              "it in its sources or config), so its steps left are unknown: the plan's 9 h"), train["basis"]
+                              "it in its sources or config, no steps for train-r16 in the plan), so its steps left are "
+                              "unknown: the plan's 9 h"), train["basis"]
     assert train["end"] == "2026-11-03T13:10:00+09:00"
-    # Counter-example: with its total logged, the same run is projected at its pace (the test above).
+    # The plan's `steps` for train-r16 stands in for the total the run does not log: projected at its pace.
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r16")["steps"] = 3000
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    train = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r16"]
+    assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000 (the steps of train-r16 in the plan) at its "
+                                     "13.1 s a step"), train["basis"]
+    # Counter-example: a total the run's config logs wins over the plan's (the test above: "its config's steps").
 
 
 def test_source_date_epoch_older_than_the_logs_gives_way_to_the_newest_time_in_them(tmp_path, monkeypatch):

@@ -76,7 +76,7 @@ def test_a_variant_that_never_finished_is_scaled_to_its_configured_steps(report)
     r64 = estimates["variant lora-r64"]
     work = runs["lora-r64-1"]["gpu_hours"] * 3000 / 2140  # stopped at 2,140 of the config's 3,000 steps
     assert r64["next_hours"] == pytest.approx(work * (1 + allowance), abs=1e-3)
-    assert "scaled to the 3,000 steps of its config ('steps')" in r64["basis"]
+    assert "scaled to the 3,000 steps (its config's steps)" in r64["basis"]
     assert f"× 3,000 / 2,140 steps = {work:.2f} h" in r64["basis"]  # the formula, with its figures
     # Its step gets the rest of the run too.
     step = estimates["step train-r64"]
@@ -214,6 +214,45 @@ def test_total_steps_come_from_the_config_or_lightning_hyperparameters():
     assert total_steps(Run(id="b", config={"hparams": {"lr": 0.05, "max_steps": 40}})) == (40, "hparams.max_steps")
     assert total_steps(Run(id="c", config={"steps": True, "hparams": "not a dict"})) is None
     assert total_steps(Run(id="d")) is None
+
+
+def test_a_run_that_logs_no_total_of_steps_is_measured_against_the_plans_steps_for_its_step(tmp_path, sample_plan_data,
+                                                                                           write_plan):
+    """lora-r64-1's config without its `steps`: with the plan's `steps: 3000` for train-r64, the never-completed
+    variant is scaled to them and the stop's saving counted against them, each saying where the total comes from;
+    without them (the counter-example) nothing is scaled and no saving counted."""
+    import json
+    import shutil
+
+    from conftest import SAMPLE_LOGS
+
+    from reportgen.build import prepare
+    from reportgen.plan.load import load_plan
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    log = logs / "runs" / "lora-r64-1" / "events.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    start = json.loads(lines[0])
+    del start["config"]["steps"]
+    log.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n", encoding="utf-8")
+
+    def with_steps(data: dict) -> None:
+        next(s for s in data["schedule"]["steps"] if s["id"] == "train-r64")["steps"] = 3000
+
+    for edit, scaled in ((with_steps, True), (None, False)):
+        plan = write_plan(sample_plan_data, edit, name=f"plan-{scaled}.yaml")
+        assert [s.steps for s in load_plan(plan).plan.schedule.steps if s.id == "train-r64"] == [3000 if scaled else None]
+        report = prepare(logs, plan).report
+        r64 = by_item(report)["variant lora-r64"]
+        step = next(s for s in report["schedule"]["steps"] if s["id"] == "train-r64")
+        notes = [c.get("note") or "" for c in step["explained"]]
+        if scaled:
+            assert "scaled to the 3,000 steps (the steps of train-r64 in the plan)" in r64["basis"], r64["basis"]
+            assert any("stopped at step 2,140 of 3,000 (the steps of train-r64 in the plan)" in n for n in notes), notes
+        else:
+            assert "scaled to" not in r64["basis"], r64["basis"]
+            assert not any("stopped at step" in n for n in notes), notes
 
 
 def test_the_draft_plan_is_the_plan_as_written_with_next_hours(tmp_path):

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, tzinfo
 from functools import cache
 
 from reportgen.analysis.options import lots_like
-from reportgen.analysis.runs import total_steps
+from reportgen.analysis.runs import told, total_steps
 from reportgen.analysis.schedule import (
     LotSpan,
     ScheduleReport,
@@ -168,7 +168,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
                                               actual.start)
             ends[step.id] = actual.end
             continue
-        forecast = replace(_running(step.id, step.hours, step.runs, actual.start, campaign, statuses, paces, now),
+        forecast = replace(_running(step, actual.start, campaign, statuses, paces, now),
                            start=actual.start)
         forecasts[step.id] = forecast
         ends[step.id] = forecast.end or now
@@ -272,17 +272,17 @@ def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus
     return any(still_going(run, statuses) for run in runs_matching(step.runs, campaign.runs))
 
 
-def _running(step_id: str, hours: float, patterns: list[str], started: datetime, campaign: Campaign,
-             statuses: dict[str, RunStatus], paces: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
+def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses: dict[str, RunStatus],
+             paces: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
     """A step under way: each run still going ends when its steps left are done at its wall-clock pace (its
     own, else that of another run of the step: the run it resumes, say); without such a run, the step ends the
     plan's hours after it started, now at the earliest."""
-    runs = runs_matching(patterns, campaign.runs)
+    runs = runs_matching(step.runs, campaign.runs)
     going = [run for run in runs if still_going(run, statuses)]
     others = [(run.id, pace) for run in runs if (pace := paces(run.id)) is not None and pace.seconds_per_step]
     ends, said, evidence, unknown = [], [], [], []
     for run in going:
-        projected = _run_end(run, paces(run.id), others, now)
+        projected = _run_end(run, step, paces(run.id), others, now)
         if isinstance(projected, str):
             unknown.append(projected)
             continue
@@ -291,27 +291,27 @@ def _running(step_id: str, hours: float, patterns: list[str], started: datetime,
         said.append(text)
         evidence += cited
     if ends:
-        return StepForecast(step_id, RUNNING, max(ends), "; ".join(said), evidence)
-    planned = started + timedelta(hours=hours)
+        return StepForecast(step.id, RUNNING, max(ends), "; ".join(said), evidence)
+    planned = started + timedelta(hours=step.hours)
     if going:
         why = "; ".join(unknown)
     elif any(run.started_at is not None for run in runs):
         why = "its runs ended but its own end is not logged"
     else:
         why = "no run of it logged yet"
-    basis = (f"under way since {minute(started, now.tzinfo)}, {why}: the plan's {figure(hours)} h"
+    basis = (f"under way since {minute(started, now.tzinfo)}, {why}: the plan's {figure(step.hours)} h"
              + (", already past: now at the earliest" if planned < now else ""))
-    return StepForecast(step_id, RUNNING, max(planned, now), basis)
+    return StepForecast(step.id, RUNNING, max(planned, now), basis)
 
 
-def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
+def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, others: list[tuple[str, WallPace]],
              now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
     """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
     so; else why it cannot be told."""
-    total = total_steps(run)
+    total = total_steps(run, step)
     if total is None or run.last_step is None:
-        return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config), so its steps left "
-                "are unknown" if total is None else f"{run.id} has logged no step yet")
+        return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config, no steps for "
+                f"{step.id} in the plan), so its steps left are unknown" if total is None else f"{run.id} has logged no step yet")
     if own is not None and own.seconds_per_step:
         pace, whose = own, "its"
     elif others:
@@ -323,8 +323,7 @@ def _run_end(run: Run, own: WallPace | None, others: list[tuple[str, WallPace]],
     per_step = pace.seconds_per_step or 0.0
     left = max(0, steps - run.last_step)
     end = now + timedelta(seconds=left * per_step)
-    told = source if " in " in source else f"its config's {source}"
-    text = (f"{run.id}: {left:,} steps left of {steps:,} ({told}) at {whose} {figure(per_step)} s a step "
+    text = (f"{run.id}: {left:,} steps left of {steps:,} ({told(source)}) at {whose} {figure(per_step)} s a step "
             f"(steps {pace.first.step:,} to {pace.last.step:,}, evaluations and checkpoints included): "
             f"{figure(left * per_step / 3600)} h")
     return end, text, [pace.first.evidence, pace.last.evidence]

@@ -40,7 +40,7 @@ from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.options import LotAdvice, LotFit, lot_advice
 from reportgen.analysis.runmap import Mapper, one_by_one
-from reportgen.analysis.runs import RunsReport, chain, total_steps
+from reportgen.analysis.runs import RunsReport, chain, told, total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
@@ -48,6 +48,7 @@ from reportgen.analysis.schedule import (
     planned_hours,
     planned_timeline,
     runs_matching,
+    steps_of,
 )
 from reportgen.analysis.stops import Ledger, Stop
 from reportgen.analysis.variance import (
@@ -529,7 +530,7 @@ class _Estimator:
         reached = [r for r in runs if r.last_step and self.runs.times[r.id].gpu_hours]
         if reached:
             run = max(reached, key=lambda r: (r.last_step or 0, r.id))
-            total = total_steps(run)
+            total = total_steps(run, next((s for s in steps_of(self.plan, run.id) if s.steps), None))
             begin = self.starts.get(run.id, 0)
             hours = self.runs.times[run.id].gpu_hours or 0.0
             done = (run.last_step or 0) - begin
@@ -541,7 +542,7 @@ class _Estimator:
                                 f"({next_hours:.1f} h) is extrapolated from {run.id}, {status} at step {run.last_step:,} "
                                 f"of {total[0]:,}.")
                 basis = (f"no run completed: {run.id} was {status} at step {run.last_step:,} after {hours:.2f} GPU h; "
-                         f"scaled to the {total[0]:,} steps of its config ('{total[1]}'): {hours:.2f} h × "
+                         f"scaled to the {total[0]:,} steps ({told(total[1])}): {hours:.2f} h × "
                          f"{total[0] - begin:,} / {done:,} steps = {work:.2f} h")
                 if allowance:
                     basis += f", plus the interruption allowance of {allowance:.1%}: {work:.2f} h × {1 + allowance:.3f} = {next_hours:.2f} h"

@@ -21,7 +21,7 @@ from reportgen.model import (
     WarningCode,
 )
 from reportgen.numbers import HOURS_DECIMALS, listed
-from reportgen.plan.schema import Plan
+from reportgen.plan.schema import Plan, ScheduleStep
 
 # Config keys naming how many optimizer steps a full run takes.
 TOTAL_STEP_KEYS = ("max_steps", "total_steps", "num_training_steps", "steps")
@@ -275,9 +275,11 @@ def config_problems(campaign: Campaign, run_variants: dict[str, str | None]) -> 
     return problems
 
 
-def total_steps(run: Run) -> tuple[int, str] | None:
+def total_steps(run: Run, step: ScheduleStep | None = None) -> tuple[int, str] | None:
     """How many steps a full run takes, from every source that names it: a Trainer's trainer_state.json,
-    Lightning hyperparameters, MLflow parameters (strings), the run's own config."""
+    Lightning hyperparameters, MLflow parameters (strings), the run's own config; else the `steps` the plan
+    gives `step`, the run's step (a log of a training loop that names no total). With where it is said: a
+    config's key, or a phrase that says where ("max_steps in trainer_state.json")."""
     stated = sorted(((f.max_steps, f.evidence) for f in run.facts if f.max_steps), key=lambda s: (s[1], s[0]))
     if stated:
         return stated[0][0], f"max_steps in {stated[0][1].path}"
@@ -290,7 +292,14 @@ def total_steps(run: Run) -> tuple[int, str] | None:
             value = _steps(source.get(key))
             if value is not None:
                 return value, where + key
+    if step is not None and step.steps:
+        return step.steps, f"the steps of {step.id} in the plan"
     return None
+
+
+def told(source: str) -> str:
+    """Where a run's total of steps is said (total_steps), as a text reads it."""
+    return source if " in " in source else f"its config's {source}"
 
 
 def _steps(value: object) -> int | None:

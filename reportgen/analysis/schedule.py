@@ -178,6 +178,11 @@ def runs_matching(patterns: list[str], runs: dict[str, Run]) -> list[Run]:
     return [run for run_id, run in runs.items() if any(fnmatch.fnmatchcase(run_id, p) for p in patterns)]
 
 
+def steps_of(plan: Plan, run_id: str) -> list[ScheduleStep]:
+    """The plan's steps whose run patterns match the run, in plan order."""
+    return [step for step in plan.schedule.steps if any(fnmatch.fnmatchcase(run_id, p) for p in step.runs)]
+
+
 def _from_marks(step_id: str, campaign: Campaign) -> ActualSpan | None:
     marks = sorted((m for m in campaign.step_marks if m.step_id == step_id), key=lambda m: (m.at, m.evidence))
     if not marks:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from reportgen.analysis.checkpoints import RunCheckpoint
 from reportgen.analysis.runmap import Mapper, one_by_one
-from reportgen.analysis.runs import total_steps
+from reportgen.analysis.runs import told, total_steps
 from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
@@ -56,6 +56,7 @@ from reportgen.model import (
     by_run,
 )
 from reportgen.numbers import figure
+from reportgen.plan.schema import ScheduleStep
 from reportgen.recall import Recall, digest, each
 
 
@@ -197,11 +198,15 @@ class _Step:
 
     lo: datetime
     hi: datetime
-    steps_per_second: float | None
+    plan: ScheduleStep  # the plan's step
     totals: dict[str, Cause] = field(default_factory=lambda: {name: Cause(name, 0.0) for name in CAUSES})
     busy: list[tuple[datetime, datetime]] = field(default_factory=list)
     trained_steps: int = 0  # throughput: the steps measured and their seconds
     trained_seconds: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float | None:
+        return self.plan.steps_per_second
 
     def add(self, name: str, hours: float, *evidence: Evidence | None) -> None:
         _add(self.totals, name, hours, *evidence)
@@ -234,7 +239,7 @@ def explain(schedule: ScheduleReport, campaign: Campaign, statuses: dict[str, Ru
         span = item.actual
         lo, hi = span.start, span.end
         timed_runs = step_runs[item.step.id]
-        step = _Step(lo, hi, item.step.steps_per_second)
+        step = _Step(lo, hi, item.step)
         for index, (run, started) in enumerate(timed_runs):
             following = timed_runs[index + 1] if index + 1 < len(timed_runs) else None
             timed: list[Evaluation | CheckpointOp | ReloadTest] = [
@@ -308,7 +313,7 @@ def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, 
             throughput.evidence += training.evidence
             step.trained_steps += training.steps
             step.trained_seconds += training.seconds - training.long_seconds
-    total = total_steps(run)
+    total = total_steps(run, step.plan)
     if status.status == Status.STOPPED and total is not None and run.last_step is not None and total[0] > run.last_step:
         # A stop saves the steps it did not run: at the planned pace when the step states one, else the measured.
         per_step = 1.0 / rate if rate else (training.seconds_per_step if training is not None else None)
@@ -317,7 +322,7 @@ def _run_causes(step: _Step, run: Run, started: datetime, following: tuple[Run, 
             stopped.hours -= (total[0] - run.last_step) * per_step / 3600.0
             stopped.evidence += status.evidence or run_evidence(run)
             stopped.note = ((stopped.note + "; ") if stopped.note else "") + (
-                f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} (config '{total[1]}'): "
+                f"{run.id} stopped at step {run.last_step:,} of {total[0]:,} ({told(total[1])}): "
                 f"{total[0] - run.last_step:,} steps at {figure(per_step)} s "
                 f"({'planned' if rate else 'measured'}) not run")
 

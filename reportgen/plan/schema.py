@@ -164,6 +164,14 @@ class ScheduleStep(Section):
         description="Planned training throughput in optimizer steps per second (33 s a step is 0.0303): "
         "the variance then shows measured against planned throughput as a cause.",
     )
+    steps: int | None = Field(
+        None,
+        gt=0,
+        le=10**12,
+        description="Optimizer steps a full run of this step trains (3000), for runs whose logs name no total "
+        "(a TensorBoard or console log of a training loop of one's own): the lot clock projects their steps left "
+        "at their measured pace, and a run stopped early or never completed is measured against it.",
+    )
 
 
 class Schedule(Section):
