@@ -45,7 +45,7 @@ class Builds:
         self._lock = threading.Lock()
         self.version = 0
         self.failure: str | None = None
-        self.alerted: set[str] = set()  # the keys of the alerts said on the terminal (the watcher's alone)
+        self.alerted: set[str] = set()  # the keys of the last build's alerts, said on the terminal (the watcher's alone)
         self.zone: tzinfo | None = None  # the plan's time zone, once a build has read it (the watcher's alone)
 
     def built(self) -> None:

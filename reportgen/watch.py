@@ -244,13 +244,15 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str, q
     builds.built()
     report = built.report
     warnings = len(report["warnings"])
-    new = [alert for alert in report["alerts"] if alert["key"] not in builds.alerted]  # each alert once
+    # Each alert said once while it lasts; one that went away and comes back (the projection back within the
+    # lot's end, then past it again) is said again.
+    new = [alert for alert in report["alerts"] if alert["key"] not in builds.alerted]
+    builds.alerted = {alert["key"] for alert in report["alerts"]}
     if new or not quiet:
         say(f"{clock} {why}: built {watch.out}/index.html in {time.monotonic() - started:.1f} s: "
             f"verdict {report['campaign']['verdict']}, {len(report['runs'])} runs"
             + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
     for alert in new:
-        builds.alerted.add(alert["key"])
         cited = ", ".join(f"{e['path']}:{e['line']}" if e["line"] else e["path"] for e in alert["evidence"][:2])
         say(f"alert: {alert['message']}" + (f" ({cited})" if cited else ""))
     return ticking(built, now)

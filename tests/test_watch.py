@@ -306,6 +306,40 @@ def test_replayed_live_the_projection_crosses_the_lots_end_when_the_pace_drops_a
         watching.close()
 
 
+def test_an_alert_that_went_away_and_comes_back_is_said_again(tmp_path):
+    """The projection past the lot's end (error-analysis planned 100 h), back within it (the plan's 6 h again), then
+    past it once more: the watcher says the overrun twice, once for each time it crossed; the builds between, with
+    nothing past the end, say none."""
+    from datetime import datetime
+
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path)
+    plan = logs / "plan.yaml"
+    written = plan.read_text(encoding="utf-8")
+    longer = written.replace("hours: 6\n", "hours: 100\n", 1)
+    assert longer != written
+    now = datetime.fromisoformat("2026-11-03T09:59:08.964+09:00")
+    watching = Watching(Watch(logs, plan, tmp_path / "site", interval=0.2, clock=lambda: now))
+    site = tmp_path / "site"
+
+    def overrun() -> float:
+        return json.loads((site / "report.json").read_text(encoding="utf-8"))["clock"]["overrun_hours"]
+
+    def said() -> int:
+        return len([line for line in watching.said if line.startswith("alert: the work left is projected to end")])
+
+    try:
+        watching.version(1)
+        assert overrun() == 0 and said() == 0
+        for version, text, past, times in ((2, longer, True, 1), (3, written, False, 1), (4, longer, True, 2), (5, longer + "\n", True, 2)):
+            plan.write_text(text, encoding="utf-8")
+            watching.version(version)
+            assert (overrun() > 0) is past and said() == times, (version, watching.said)
+    finally:
+        watching.close()
+
+
 def test_why_the_first_build_failed_is_served_escaped_and_whole(tmp_path):
     """The 503 page before any site: the build's whole message, as text (a plan's name is no markup)."""
     builds = Builds()
