@@ -180,3 +180,35 @@ def test_stops_new_since_the_reader_last_marked_them_seen_are_marked(tmp_path):
         marked = set(re.findall(r'<tr id="[^"]*" data-seen="([^"]+)" class="new"', dom))
         assert marked == after - before
         assert f"{len(marked)} stop" in dom and "new since you last marked them seen" in dom
+
+
+def test_an_alert_gone_and_back_is_new_again_to_the_reader_who_saw_it(tmp_path):
+    """The schedule page lists every alert of its build: a look at a build without the overrun forgets that it
+    was seen, so the overrun back at the next build is marked new (the watcher says it again too); looked at
+    only while it lasts (the counter-example), it stays seen."""
+    from test_clock import live_logs
+
+    logs = live_logs(tmp_path / "live")
+    written = (logs / "plan.yaml").read_text(encoding="utf-8")
+    sites = {}
+    for name, text in (("past", written.replace("hours: 6\n", "hours: 100\n", 1)), ("within", written)):
+        plan = tmp_path / f"plan-{name}.yaml"
+        plan.write_text(text, encoding="utf-8")
+        sites[name] = tmp_path / name
+        assert CliRunner().invoke(cli, ["build", str(logs), str(plan), "-o", str(sites[name]), "-q"]).exit_code == 0
+    keys = {name: set(re.findall(r'data-seen="(alert\|[^"]+)"', (site / "schedule.html").read_text(encoding="utf-8")))
+            for name, site in sites.items()}
+    assert "alert|overrun" in keys["past"] - keys["within"], keys
+
+    def look(name: str, profile: str) -> set[str]:
+        shown = tmp_path / "shown"  # one address for every build, as the watcher serves them
+        shutil.rmtree(shown, ignore_errors=True)
+        shutil.copytree(sites[name], shown)
+        dom = rendered_dom(shown / "schedule.html", tmp_path / profile)
+        return set(re.findall(r'<li data-seen="([^"]+)" class="new"', dom))
+
+    assert look("past", "a") == set()  # the first look: everything counts as seen
+    assert look("within", "a") == set()
+    assert look("past", "a") == {"alert|overrun"}  # gone, then back: new again
+    # Counter-example: a reader who looked only while it lasted has seen it.
+    assert look("past", "b") == set() and look("past", "b") == set()

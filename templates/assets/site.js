@@ -23,12 +23,15 @@
 
 // Marks the stops and alerts that are new since the reader last marked them seen, in this browser (its
 // local storage, per campaign): during the lot, a page that reloads itself after each build keeps the mark
-// until "Mark as seen" is pressed. The first visit marks nothing: everything on it counts as seen.
+// until "Mark as seen" is pressed. The first visit marks nothing: everything on it counts as seen. The page
+// that lists every alert of its build (data-alert-list) forgets those seen that are gone: an alert that
+// comes back (the projection past the lot's end again) is new again, as the watcher says it again.
 (function () {
   "use strict";
   var campaign = document.body.getAttribute("data-campaign");
   var items = document.querySelectorAll("[data-seen]");
-  if (!campaign || !items.length) { return; }
+  var listsAlerts = document.querySelector("[data-alert-list]") !== null;
+  if (!campaign || (!items.length && !listsAlerts)) { return; }
   var storeKey = "reportgen:" + campaign + ":seen";
   var stored;
   try { stored = JSON.parse(window.localStorage.getItem(storeKey) || "null"); } catch (e) { return; }
@@ -43,6 +46,13 @@
     try { window.localStorage.setItem(storeKey, JSON.stringify(Object.keys(seen))); } catch (e) { /* private mode */ }
   }
   if (!Array.isArray(stored)) { save(); return; }
+  if (listsAlerts) {
+    var shown = {};
+    items.forEach(function (item) { shown[item.getAttribute("data-seen")] = true; });
+    var gone = Object.keys(seen).filter(function (key) { return key.indexOf("alert|") === 0 && !shown[key]; });
+    gone.forEach(function (key) { delete seen[key]; });
+    if (gone.length) { save(); }
+  }
   if (!fresh.length) { return; }
   fresh.forEach(function (item) {
     item.classList.add("new");
