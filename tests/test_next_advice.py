@@ -188,6 +188,38 @@ def test_an_ordered_longer_lot_is_ordered_again_and_a_cheaper_fitting_lot_is_nam
     assert [x.ordered for x in advice.lots] == [False, True, False]
 
 
+def test_lots_ordered_one_after_another_are_judged_as_ordered_and_the_catalogues_as_side_by_side(tmp_path, sample_plan_data,
+                                                                                               write_plan):
+    """A 3-day lot on gpu0, then a 1-day lot on gpu1 from its end, with control-preds, train-r16 and evaluate on
+    gpu1: the suggested schedule as ordered waits for gpu1's lot (so the ordered lots fall short), while two
+    3-day lots of the catalogue, side by side from the start, hold it as gpu1 needs no wait there."""
+    def edit(data: dict) -> None:
+        first = data["order"]["lots"][0]
+        first["gpu_names"] = ["gpu0"]
+        data["order"]["lots"].append({**first, "label": "RTX 4090, 1 day", "days": 1, "price": 20,
+                                      "start": "2026-11-05T09:00:00+09:00", "gpu_names": ["gpu1"]})
+        for step in data["schedule"]["steps"]:
+            if step["id"] in ("control-preds", "train-r16", "evaluate"):
+                step["resource"] = "gpu1"
+
+    nxt = prepare(SAMPLE_LOGS, write_plan(sample_plan_data, edit)).report["next_campaign"]
+    ordered, lots = nxt["ordered_lot"], {lot["label"]: lot for lot in nxt["lots"]}
+    assert nxt["suggested_hours"] > 96  # gpu1's steps from its lot's start, 72 h in
+    assert not ordered["fits"] and ordered["hours"] == 96.0
+    pair = lots["2 × RTX 4090, 3 days"]
+    assert (pair["fits"], pair["price"]) == (True, 94.28)
+    assert pair["unused_hours"] == pytest.approx(72.0 - 44.6, abs=0.1)  # side by side: the sample's 44.6 h
+    assert "The cheapest catalogue lot that holds it is 2 × RTX 4090, 3 days at 94.28 USD" in nxt["lot_advice"]
+    assert "h with the lots side by side)" in nxt["lot_advice"]
+    # Counter-example: the same lots from one start: one figure, the schedule's, and no "side by side".
+    def together(data: dict) -> None:
+        edit(data)
+        data["order"]["lots"][1]["start"] = data["order"]["lots"][0]["start"]
+
+    same = prepare(SAMPLE_LOGS, write_plan(sample_plan_data, together, name="together.yaml")).report["next_campaign"]
+    assert same["suggested_hours"] == pytest.approx(44.6, abs=0.1) and "side by side" not in same["lot_advice"]
+
+
 def test_two_lots_ordered_are_compared_as_one_at_their_summed_price(sample_plan_data):
     # R7: two 3-day lots cost 94.28 USD; side by side they still give a 72 h window.
     second = dict(sample_plan_data["order"]["lots"][0], gpu_names=["gpu1"], order_ref="IG-2")

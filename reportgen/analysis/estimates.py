@@ -743,7 +743,10 @@ class _Estimator:
                 self._uncertain(Doubt.PACE_NOT_MEASURED, m.quantity, f"The planned {m.quantity} was never measured: no run logged timed steps.")
 
     # -- the suggested schedule ----------------------------------------------------------------
-    def suggested(self, estimates: list[Estimate]) -> tuple[float, list[str]]:
+    def suggested(self, estimates: list[Estimate]) -> tuple[float, float, list[str]]:
+        """The suggested schedule's length with the lots as ordered (a GPU waits for its lot's start), its length
+        with the lots side by side (every one from the first's start: how the catalogue's lots of as many are
+        judged), and the steps left out."""
         figures = {e.id: e for e in estimates if e.kind == EstimateKind.STEP}
         left_out = [e.id for e in figures.values() if not e.in_schedule]
         steps = []
@@ -756,7 +759,10 @@ class _Estimator:
                 "depends_on": kept_dependencies(self.plan, step.id, set(left_out)),
             }))
         trial = self.plan.model_copy(update={"schedule": self.plan.schedule.model_copy(update={"steps": steps})})
-        return planned_hours(planned_timeline(trial)), left_out
+        first = min(lot.start for lot in trial.order.lots)
+        together = trial.model_copy(update={"order": trial.order.model_copy(update={
+            "lots": [lot.model_copy(update={"start": first}) for lot in trial.order.lots]})})
+        return planned_hours(planned_timeline(trial)), planned_hours(planned_timeline(together)), left_out
 
 
 def kept_dependencies(plan: Plan, step_id: str, left_out: set[str]) -> list[str]:
@@ -808,7 +814,7 @@ def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs
     steps = [estimator.step(item, allowance, by_variant) for item in schedule.steps]
     measurements = estimator.measurements()
     estimator.quantity_uncertainties(measurements)
-    hours, left_out = estimator.suggested(steps)
+    hours, together, left_out = estimator.suggested(steps)
     estimates = [*steps, *by_variant.values()]
     # R16: an item the next campaign does not propose is no uncertainty of it.
     gone = {e.item for e in estimates if not e.in_schedule}
@@ -822,6 +828,6 @@ def next_campaign(plan: Plan, campaign: Campaign, schedule: ScheduleReport, runs
         suggested_hours=hours,
         left_out=left_out,
         advice=advice,
-        lot_advice=lot_advice(plan, hours, nothing_to_try=not any(
+        lot_advice=lot_advice(plan, hours, together=together, nothing_to_try=not any(
             a.proposed for a in advice if a.variant in {r.variant.id for r in variants if r.variant.role == "variant"})),
     )

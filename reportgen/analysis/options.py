@@ -266,9 +266,10 @@ def _ordered_lot(plan: Plan, hours: float) -> LotFit:
 
 
 def _catalogue_lots(plan: Plan, hours: float, ordered: LotFit) -> list[LotFit]:
-    """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first; the entry the ordered
-    lots were bought from (same label, days and price) is the ordered lot itself, with its own window
-    (lots ordered one after another span longer than the same lots side by side)."""
+    """Catalogue lots of the ordered GPU, as many as were ordered, cheapest first, against a schedule of `hours`
+    with them side by side; the entry the ordered lots were bought from (same label, days and price) is the
+    ordered lot itself, with its own window (lots ordered one after another span longer than the same lots side
+    by side, and their schedule waits for each one's start)."""
     first, count = plan.order.lots[0], len(plan.order.lots)
     same = {(c.label, c.price, c.currency, c.days) for c in plan.catalogue if (c.gpu, c.gpus) == (first.gpu, first.gpus)}
     out = []
@@ -283,11 +284,16 @@ def _catalogue_lots(plan: Plan, hours: float, ordered: LotFit) -> list[LotFit]:
     return out
 
 
-def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdvice:
+def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False, together: float | None = None) -> LotAdvice:
     """The lot for a schedule of `hours`: the ordered one first, then the cheapest catalogue lot that holds it.
-    `nothing_to_try`: no variant is proposed again, so no lot should be ordered before new variants are written."""
+    `together`: the schedule's length with the lots side by side, against which the catalogue's lots are judged
+    (`hours` when the ordered lots start together). `nothing_to_try`: no variant is proposed again, so no lot
+    should be ordered before new variants are written."""
+    together = hours if together is None else together
     ordered = _ordered_lot(plan, hours)
-    lots = _catalogue_lots(plan, hours, ordered) or [ordered]
+    lots = _catalogue_lots(plan, together, ordered) or [ordered]
+    apart = abs(together - hours) > 0.05  # the ordered lots do not start together: their schedule waits
+    side = f"{together:.1f} h with the lots side by side" if apart else f"{hours:.1f} h"
     what = f"The suggested schedule takes {hours:.1f} h"
     if nothing_to_try:
         what = ("No variant is proposed again, so the question needs new variants before another lot is ordered; "
@@ -295,7 +301,8 @@ def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdv
     if ordered.fits:
         cheaper = next((lot for lot in lots if lot.fits and lot.price < ordered.price), None)
         also = (f" A cheaper lot also holds it: {cheaper.label} at {money(cheaper.price, cheaper.currency)}, with "
-                f"{cheaper.unused_hours:.1f} h spare." if cheaper else "")
+                f"{cheaper.unused_hours:.1f} h spare" + (f" ({cheaper.hours:g} h window - {side})" if apart else "") + "."
+                if cheaper else "")
         return LotAdvice(hours, ordered, lots, ordered, None, (
             f"{what}: it fits the {ordered.label} lot you ordered ({money(ordered.price, ordered.currency)}), with "
             f"{ordered.unused_hours:.1f} h spare ({ordered.hours:g} h window - {hours:.1f} h). Order the same lot again; "
@@ -310,4 +317,4 @@ def lot_advice(plan: Plan, hours: float, nothing_to_try: bool = False) -> LotAdv
             "reduced protocol that still answers the question."))
     return LotAdvice(hours, ordered, lots, cheapest, shortfall, (
         f"{short} The cheapest catalogue lot that holds it is {cheapest.label} at {money(cheapest.price, cheapest.currency)}"
-        f", with {cheapest.unused_hours:.1f} h spare ({cheapest.hours:g} h window - {hours:.1f} h)."))
+        f", with {cheapest.unused_hours:.1f} h spare ({cheapest.hours:g} h window - {side})."))
