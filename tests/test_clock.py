@@ -166,6 +166,50 @@ def test_a_running_run_that_logs_no_total_of_steps_is_said_so_in_the_plans_time_
     # Counter-example: a total the run's config logs wins over the plan's (the test above: "its config's steps").
 
 
+def test_every_time_the_clock_and_its_alerts_tell_is_in_the_plans_time_zone_though_the_logs_are_in_utc(tmp_path):
+    """Every log's times written in UTC, lora-r16-2 with no total of steps and train-r16 planned 60 h: the step
+    ends 60 h after its start as logged (in UTC), past the lot's end. The steps still to come ("from ..."), the
+    reduced protocol ("the rest ends ...") and the overrun alert ("projected to end ... (its end)") tell the same
+    times as report.json's fields, in the plan's zone (+09:00)."""
+    logs = live_logs(tmp_path)
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r16")["hours"] = 60
+    (logs / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    run_log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    start, *rest = run_log.read_text(encoding="utf-8").splitlines()
+    start = json.loads(start)
+    del start["config"]["steps"]
+    run_log.write_text("\n".join([json.dumps(start), *rest]) + "\n", encoding="utf-8")
+    for log in logs.rglob("*.jsonl"):
+        lines = []
+        for line in log.read_text(encoding="utf-8").splitlines():
+            try:
+                event = json.loads(line)
+                event["ts"] = datetime.fromisoformat(event["ts"]).astimezone(UTC).isoformat().replace("+00:00", "Z")
+                line = json.dumps(event)
+            except (ValueError, KeyError, TypeError):
+                pass  # the sample's damaged lines stay as they are
+            lines.append(line)
+        log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def minute(iso: str) -> str:
+        return iso[:16].replace("T", " ")
+
+    report = prepare(logs, logs / "plan.yaml").report
+    clock = report["clock"]
+    steps = {s["id"]: s for s in clock["steps"]}
+    assert steps["train-r16"]["end"] == "2026-11-05T16:10:00+09:00"
+    pending = [s for s in clock["steps"] if s["state"] == "pending"]
+    assert pending and all(s["basis"].endswith(f" from {minute(s['start'])}") for s in pending), pending
+    reduced = next(o for o in clock["options"] if o["kind"] == "reduced")
+    # Without train-r64 (9 h on gpu0 before evaluate), the rest ends 9 h before error-analysis is projected to.
+    rest = datetime.fromisoformat(steps["error-analysis"]["end"]) - timedelta(hours=9)
+    assert f"the rest ends {minute(rest.isoformat())}" in reduced["note"], reduced["note"]
+    [overrun] = [a for a in report["alerts"] if a["code"] == "overrun"]
+    assert f"projected to end {minute(clock['projected_end'])}, " in overrun["message"], overrun["message"]
+    assert overrun["message"].endswith("(2026-11-05 09:00)")
+
+
 def test_source_date_epoch_older_than_the_logs_gives_way_to_the_newest_time_in_them(tmp_path, monkeypatch):
     """A build's now is SOURCE_DATE_EPOCH, unless the logs went on past it: a clock before its own evidence
     would project from rows it has not reached."""

@@ -261,13 +261,42 @@ def test_the_schedule_chart_shows_each_gpu_steps_row_against_its_own_lot(tmp_pat
         ("RTX 4090, 3 days", "2026-11-02T09:00:00+09:00", "2026-11-05T09:00:00+09:00", ["gpu0"]),
         ("RTX 4090, 3 days (second)", "2026-11-05T09:00:00+09:00", "2026-11-08T09:00:00+09:00", ["gpu1"])]
     layout = schedule_gantt(schedule)["layout"]
+    # One box a row, on the row of its step (category i of the y axis is the i-th step).
+    assert [(s["yref"], s["y0"], s["y1"]) for s in layout["shapes"]] == [("y", i - 0.5, i + 0.5) for i in range(len(schedule["steps"]))]
     rows = {step["id"]: (shape["x0"], shape["x1"])
             for step, shape in zip(schedule["steps"], layout["shapes"], strict=True)}
     assert rows["train-r64"] == ("2026-11-05 09:00:00", "2026-11-08 09:00:00")  # gpu1's lot
     assert rows["pilot"] == ("2026-11-02 09:00:00", "2026-11-05 09:00:00")  # gpu0's lot
     assert rows["prep-env"] == ("2026-11-02 09:00:00", "2026-11-08 09:00:00")  # human: the window
     assert [a["text"] for a in layout["annotations"]] == ["end of rented window", "end of RTX 4090, 3 days"]
-    # Counter-example: one lot, one box over every row and the window's end alone.
-    one = schedule_gantt(prepare(logs, write_plan(sample_plan_data, name="one.yaml")).report["schedule"])["layout"]
-    assert [(s["yref"], s["x0"], s["x1"]) for s in one["shapes"]] == [("paper", "2026-11-02 09:00:00", "2026-11-05 09:00:00")]
-    assert [a["text"] for a in one["annotations"]] == ["end of rented window"]
+    # Counter-examples: one lot, or two over one span: one box over every row and the window's end alone.
+    def beside(data: dict) -> None:
+        edit(data)
+        data["order"]["lots"][1]["start"] = data["order"]["lots"][0]["start"]
+
+    for name, change in (("one.yaml", None), ("beside.yaml", beside)):
+        one = schedule_gantt(prepare(logs, write_plan(sample_plan_data, change, name=name)).report["schedule"])["layout"]
+        assert [(s["yref"], s["x0"], s["x1"]) for s in one["shapes"]] == [("paper", "2026-11-02 09:00:00", "2026-11-05 09:00:00")]
+        assert [a["text"] for a in one["annotations"]] == ["end of rented window"]
+
+
+def test_the_schedule_page_says_no_step_starts_before_its_lot_only_when_the_lots_start_apart(tmp_path, sample_plan_data,
+                                                                                           write_plan):
+    from reportgen.build import build
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def second_lot(start: str | None):
+        def edit(data: dict) -> None:
+            first = data["order"]["lots"][0]
+            first["gpu_names"] = ["gpu0"]
+            data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": start or first["start"],
+                                          "gpu_names": ["gpu1"]})
+        return edit
+
+    said = "steps on one GPU one after another, none before its lot starts,"
+    for name, start, shown in (("after", "2026-11-05T09:00:00+09:00", True), ("beside", None, False)):
+        build(logs, write_plan(sample_plan_data, second_lot(start), name=f"{name}.yaml"), tmp_path / name)
+        page = " ".join((tmp_path / name / "schedule.html").read_text(encoding="utf-8").split())
+        assert (said in page) is shown, name

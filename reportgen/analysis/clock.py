@@ -24,7 +24,6 @@ from reportgen.analysis.schedule import (
     StepReport,
     ending_last,
     hours_between,
-    lot_spans,
     runs_matching,
 )
 from reportgen.analysis.status import RunStatus
@@ -125,7 +124,7 @@ class Clock:
         return max((hours_between(s.deadline or self.window_last, s.end) for s in self.late if s.end is not None), default=0.0)
 
 
-def minute(at: datetime, zone: tzinfo | None) -> str:
+def minute(at: datetime, zone: tzinfo) -> str:
     """A time as the clock's texts tell it: to the minute, in the plan's time zone (the zone of every time on the
     site), whatever zone the log that gave it was in."""
     return f"{at.astimezone(zone):%Y-%m-%d %H:%M}"
@@ -146,7 +145,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
     paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
-    spans = lot_spans(plan)
+    spans = schedule.lots
     lot_of = {gpu: span for span in spans for gpu in span.gpus}  # every rented GPU, with its lot
     gpus = set(lot_of)
     opens = {gpu: span.start for gpu, span in lot_of.items()}  # a GPU runs nothing before its lot starts

@@ -79,7 +79,7 @@ class ScheduleReport:
     steps: list[StepReport]
     actual_start: datetime | None
     actual_end: datetime | None
-    lots: list[LotSpan] = field(default_factory=list)  # each lot's span and GPUs, in the order's order
+    lots: list[LotSpan]  # each lot's span and GPUs, in the order's order
 
     @property
     def planned_unused_hours(self) -> float:

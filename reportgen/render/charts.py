@@ -192,7 +192,7 @@ def _rented(schedule: dict, steps: list[dict], zone: timezone) -> list[dict]:
            "line": {"width": 1, "dash": "dot", "color": COLORS["actual"]}}
     window = (_local(schedule["window_start"], zone), _local(schedule["window_end"], zone))
     lots = schedule.get("lots") or []
-    if len(lots) < 2:
+    if all((lot["start"], lot["end"]) == (schedule["window_start"], schedule["window_end"]) for lot in lots):  # one span
         return [{**box, "yref": "paper", "x0": window[0], "x1": window[1], "y0": 0, "y1": 1}]
     spans = {gpu: (_local(lot["start"], zone), _local(lot["end"], zone)) for lot in lots for gpu in lot["gpus"]}
     shapes = []
@@ -204,16 +204,14 @@ def _rented(schedule: dict, steps: list[dict], zone: timezone) -> list[dict]:
 
 def _lot_ends(schedule: dict) -> list[tuple[str, str]]:
     """Where the rented time ends, named: the window's end, and with several lots each earlier lot's end."""
-    ends = [("end of rented window", schedule["window_end"])]
-    lots = schedule.get("lots") or []
-    if len(lots) > 1:
-        last = datetime.fromisoformat(schedule["window_end"])
-        earlier: dict[datetime, list[str]] = {}
-        for lot in lots:
-            if datetime.fromisoformat(lot["end"]) < last:
-                earlier.setdefault(datetime.fromisoformat(lot["end"]), []).append(lot["label"])
-        ends += [(f"end of {' and '.join(labels)}", at.isoformat()) for at, labels in sorted(earlier.items())]
-    return [(at, text) for text, at in ends]
+    last = datetime.fromisoformat(schedule["window_end"])
+    earlier: dict[datetime, list[str]] = {}
+    for lot in schedule.get("lots") or []:
+        end = datetime.fromisoformat(lot["end"])
+        if end < last:
+            earlier.setdefault(end, []).append(lot["label"])
+    return [(schedule["window_end"], "end of rented window")] + [
+        (at.isoformat(), f"end of {' and '.join(labels)}") for at, labels in sorted(earlier.items())]
 
 
 def percent(fractions: tuple[float, float]) -> tuple[float, float]:

@@ -30,7 +30,7 @@ from reportgen.analysis.deliverables import Costs, DeliverableResult
 from reportgen.analysis.estimates import Measurement
 from reportgen.analysis.options import LotFit
 from reportgen.analysis.runs import GpuTime, Machine, Unlinked
-from reportgen.analysis.schedule import ScheduleReport, StepReport
+from reportgen.analysis.schedule import LotSpan, ScheduleReport, StepReport
 from reportgen.analysis.stops import Stop
 from reportgen.analysis.variance import Cause, VarianceReport
 from reportgen.analysis.verdicts import Answer
@@ -279,8 +279,7 @@ def _clock_json(clock: Clock | None, left_there: OnMachine, tz: tzinfo) -> dict 
         "hours_left": hours(clock.hours_left),
         "projected_end": iso(clock.projected_end, tz),
         "overrun_hours": hours(clock.overrun_hours),
-        "lots": [{"label": lot.label, "start": iso(lot.start, tz), "end": iso(lot.end, tz), "gpus": list(lot.gpus),
-                  "open": lot in clock.holding} for lot in clock.lots],
+        "lots": [{**_lot_span_json(lot, tz), "open": lot in clock.holding} for lot in clock.lots],
         "steps": [{"id": s.id, "state": s.state, "start": iso(s.start, tz), "end": iso(s.end, tz), "deadline": iso(s.deadline, tz),
                    "basis": s.basis, "evidence": evidence(s.evidence)} for s in clock.steps],
         "options": [{"kind": o.kind, "label": o.label, "fits": o.fits, "note": o.note} for o in clock.options],
@@ -300,6 +299,10 @@ def _problems_json(analysis: Analysis) -> list[dict]:
     for info in analysis.campaign.inputs:
         problems.extend({"scope": "file", "path": info.path, "line": p.line, "message": p.message} for p in info.problems)
     return problems
+
+
+def _lot_span_json(lot: LotSpan, tz: tzinfo) -> dict:
+    return {"label": lot.label, "start": iso(lot.start, tz), "end": iso(lot.end, tz), "gpus": list(lot.gpus)}
 
 
 def _step_json(item: StepReport, variance: VarianceReport, tz: tzinfo, start: datetime) -> dict:
@@ -343,8 +346,7 @@ def _schedule_json(schedule: ScheduleReport, variance: VarianceReport, tz: tzinf
             kind: {key: hours(value) if key.endswith("hours") else value for key, value in figures.items()}
             for kind, figures in schedule.time_by_resource_kind().items()
         },
-        "lots": [{"label": lot.label, "start": iso(lot.start, tz), "end": iso(lot.end, tz), "gpus": list(lot.gpus)}
-                 for lot in schedule.lots],
+        "lots": [_lot_span_json(lot, tz) for lot in schedule.lots],
         "steps": [_step_json(item, variance, tz, schedule.window.start) for item in schedule.steps],
         # The whole campaign: planned span + explained + unexplained = actual span.
         "explained": _causes_json(total.causes if total else []),
