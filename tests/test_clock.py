@@ -240,6 +240,31 @@ def test_alerts_while_the_clock_runs_say_what_needs_a_look_and_keep_their_keys(t
     assert [a["key"] for a in again["alerts"]] == [a["key"] for a in report["alerts"]]  # the same alerts: watch says them once
 
 
+def test_a_run_that_went_on_to_log_rarely_is_judged_silent_by_how_it_logs_now(tmp_path):
+    """lora-r16-2 logs 150 rows 10 s apart, then 60 rows 10 minutes apart (a slower stage): its usual interval is
+    that of its last 50 (600 s), so an hour without a row is no alert, where the median of all its rows (10 s)
+    would call it hung after 5 minutes; two hours is (the counter-example)."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+    at, step = datetime.fromisoformat(last["ts"]), last["step"]
+    rows = []
+    for gap in [10] * 150 + [600] * 60:
+        at, step = at + timedelta(seconds=gap), step + 1
+        rows.append(json.dumps({"ts": at.isoformat(timespec="milliseconds"), "type": "metric", "run": "lora-r16-2",
+                                "step": step, "metrics": {"loss": 1.4}}))
+    with log.open("a", encoding="utf-8") as out:
+        out.write("\n".join(rows) + "\n")
+
+    def silent(quiet: timedelta) -> list[str]:
+        report = prepare(logs, logs / "plan.yaml", now=at + quiet).report
+        return [a["message"] for a in report["alerts"] if a["code"] == "silent"]
+
+    assert silent(timedelta(hours=1)) == []
+    [said] = silent(timedelta(hours=2))
+    assert said.startswith("lora-r16-2 has logged nothing for 2.0 h (it usually logs every 600 s)"), said
+
+
 def test_no_alert_when_the_run_logs_as_usual_or_the_lot_is_over(tmp_path):
     """Counter-examples: at the newest log time nothing is silent and nothing overruns; after the lot's end
     the report is the closing summary, with no alert."""

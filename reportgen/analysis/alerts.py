@@ -23,9 +23,11 @@ from reportgen.model import Campaign, Evidence
 from reportgen.numbers import duration, figure, median
 
 # A run still going that has logged nothing for this many of its usual intervals between rows (and at least
-# SILENT_AT_LEAST) may be hung.
+# SILENT_AT_LEAST) may be hung. Its usual interval is the median of its last SILENT_RECENT intervals: a run
+# that went on to log more rarely (a long evaluation phase, a slower stage) is judged by how it logs now.
 SILENT_FACTOR = 10
 SILENT_AT_LEAST = timedelta(minutes=5)
+SILENT_RECENT = 50
 # Transfers still to make are flagged when less than this many times their measured time is left in the lot.
 TRANSFER_MARGIN = 2.0
 
@@ -132,7 +134,8 @@ def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
 
 
 def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:
-    """Runs still going (no end logged, status unknown) silent for SILENT_FACTOR of their usual intervals."""
+    """Runs still going (no end logged, status unknown) silent for SILENT_FACTOR of their usual intervals (the
+    median of their last SILENT_RECENT)."""
     frames = campaign.frames_by_run()
     out = []
     for run in campaign.runs.values():
@@ -145,7 +148,7 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
         if not len(at):
             continue
         gaps = np.diff(at)
-        gaps = gaps[gaps > np.timedelta64(0, "ns")]
+        gaps = gaps[gaps > np.timedelta64(0, "ns")][-SILENT_RECENT:]
         # A run that logged one row (started, then stuck loading, say) has no usual interval yet: the floor alone.
         usual = pd.Timedelta(np.median(gaps)).to_pytimedelta() if len(gaps) else None
         quiet = now - run.last_seen_at
