@@ -56,7 +56,7 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
         deadline = worst.deadline or clock.window_last
         what = "the work left is" if len(clock.lots) == 1 else f"step {worst.id} is"  # each lot has its own end
         out.append(Alert("overrun", "overrun", f"{what} projected to end {minute(worst.end, clock.now.tzinfo)}, "
-                         f"{figure(clock.overrun_hours)} h past {'the' if len(clock.lots) == 1 else 'its'} lot's end "
+                         f"{duration(clock.overrun_hours)} past {'the' if len(clock.lots) == 1 else 'its'} lot's end "
                          f"({minute(deadline, clock.now.tzinfo)})"))
     out += _transfers(clock, left_there)
     out += _silent(clock.now, campaign, statuses) if working else []
