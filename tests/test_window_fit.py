@@ -39,6 +39,23 @@ def options(report: dict) -> dict[str, dict]:
     return {o["label"]: o for o in report["plan_options"]}
 
 
+SECOND_START = "2026-11-05T09:00:00+09:00"  # when the sample's lot ends
+
+
+def second_lot(start: str | None, on_gpu1: tuple[str, ...] = ()):
+    """An edit of the sample plan: the first lot's GPU named gpu0, a second RTX 4090 lot (gpu1) from `start` (None:
+    the first lot's start), and the steps `on_gpu1` moved to gpu1."""
+    def edit(data: dict) -> None:
+        first = data["order"]["lots"][0]
+        first["gpu_names"] = ["gpu0"]
+        data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": start or first["start"],
+                                      "gpu_names": ["gpu1"]})
+        for step in data["schedule"]["steps"]:
+            if step["id"] in on_gpu1:
+                step["resource"] = "gpu1"
+    return edit
+
+
 def test_a_plan_longer_than_its_lot_shows_a_negative_planned_unused_figure(report_with):
     # 48 + 30 = 78 h planned in the 72 h window of one 3-day lot: 72 - 78 = -6 h (R8's example).
     over = report_with(30)["schedule"]
@@ -213,21 +230,11 @@ def test_the_planned_timeline_places_a_later_lots_steps_from_that_lots_start(tmp
     logs = tmp_path / "logs"
     logs.mkdir()
 
-    def second_lot(start: str | None):
-        def edit(data: dict) -> None:
-            first = data["order"]["lots"][0]
-            first["gpu_names"] = ["gpu0"]
-            data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": start or first["start"],
-                                          "gpu_names": ["gpu1"]})
-            for step in data["schedule"]["steps"]:
-                if step["id"] in ("train-r64", "evaluate", "explore-len2048"):
-                    step["resource"] = "gpu1"
-        return edit
-
+    moved = ("train-r64", "evaluate", "explore-len2048")
     def steps(report: dict) -> dict[str, tuple[str, str]]:
         return {s["id"]: (s["planned_start"], s["planned_end"]) for s in report["schedule"]["steps"]}
 
-    after = prepare(logs, write_plan(sample_plan_data, second_lot("2026-11-05T09:00:00+09:00"), name="after.yaml")).report
+    after = prepare(logs, write_plan(sample_plan_data, second_lot(SECOND_START, moved), name="after.yaml")).report
     # gpu1's lot starts when gpu0's ends (72 h in): train-r64 (9 h) from then, evaluate (4 h) after it, then
     # write-outputs (2 h, cpu) and error-analysis (6 h, human): 72 + 9 + 4 + 2 + 6 = 93 h of the order's 144.
     assert steps(after)["train-r64"] == ("2026-11-05T09:00:00+09:00", "2026-11-05T18:00:00+09:00")
@@ -236,7 +243,7 @@ def test_the_planned_timeline_places_a_later_lots_steps_from_that_lots_start(tmp
     # Counter-example: a second lot from the first one's start holds its GPU from the start: train-r64 waits only
     # for what it depends on (resume-check, 10 h in), beside control-preds on gpu0; evaluate follows train-r16 (27 h
     # in): 27 + 4 + 2 + 6 = 39 h.
-    beside = prepare(logs, write_plan(sample_plan_data, second_lot(None), name="beside.yaml")).report
+    beside = prepare(logs, write_plan(sample_plan_data, second_lot(None, moved), name="beside.yaml")).report
     assert steps(beside)["train-r64"] == ("2026-11-02T19:00:00+09:00", "2026-11-03T04:00:00+09:00")
     assert beside["schedule"]["planned_hours"] == 39.0
 
@@ -249,14 +256,8 @@ def test_the_schedule_chart_shows_each_gpu_steps_row_against_its_own_lot(tmp_pat
     logs = tmp_path / "logs"
     logs.mkdir()
 
-    def edit(data: dict) -> None:
-        first = data["order"]["lots"][0]
-        first["gpu_names"] = ["gpu0"]
-        data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": "2026-11-05T09:00:00+09:00",
-                                      "gpu_names": ["gpu1"]})
-        next(s for s in data["schedule"]["steps"] if s["id"] == "train-r64")["resource"] = "gpu1"
-
-    schedule = prepare(logs, write_plan(sample_plan_data, edit, name="after.yaml")).report["schedule"]
+    schedule = prepare(logs, write_plan(sample_plan_data, second_lot(SECOND_START, ("train-r64",)), name="after.yaml")
+                       ).report["schedule"]
     assert [(lot["label"], lot["start"], lot["end"], lot["gpus"]) for lot in schedule["lots"]] == [
         ("RTX 4090, 3 days", "2026-11-02T09:00:00+09:00", "2026-11-05T09:00:00+09:00", ["gpu0"]),
         ("RTX 4090, 3 days (second)", "2026-11-05T09:00:00+09:00", "2026-11-08T09:00:00+09:00", ["gpu1"])]
@@ -270,11 +271,7 @@ def test_the_schedule_chart_shows_each_gpu_steps_row_against_its_own_lot(tmp_pat
     assert rows["prep-env"] == ("2026-11-02 09:00:00", "2026-11-08 09:00:00")  # human: the window
     assert [a["text"] for a in layout["annotations"]] == ["end of rented window", "end of RTX 4090, 3 days"]
     # Counter-examples: one lot, or two over one span: one box over every row and the window's end alone.
-    def beside(data: dict) -> None:
-        edit(data)
-        data["order"]["lots"][1]["start"] = data["order"]["lots"][0]["start"]
-
-    for name, change in (("one.yaml", None), ("beside.yaml", beside)):
+    for name, change in (("one.yaml", None), ("beside.yaml", second_lot(None, ("train-r64",)))):
         one = schedule_gantt(prepare(logs, write_plan(sample_plan_data, change, name=name)).report["schedule"])["layout"]
         assert [(s["yref"], s["x0"], s["x1"]) for s in one["shapes"]] == [("paper", "2026-11-02 09:00:00", "2026-11-05 09:00:00")]
         assert [a["text"] for a in one["annotations"]] == ["end of rented window"]
@@ -287,16 +284,8 @@ def test_the_schedule_page_says_no_step_starts_before_its_lot_only_when_the_lots
     logs = tmp_path / "logs"
     logs.mkdir()
 
-    def second_lot(start: str | None):
-        def edit(data: dict) -> None:
-            first = data["order"]["lots"][0]
-            first["gpu_names"] = ["gpu0"]
-            data["order"]["lots"].append({**first, "label": "RTX 4090, 3 days (second)", "start": start or first["start"],
-                                          "gpu_names": ["gpu1"]})
-        return edit
-
     said = "steps on one GPU one after another, none before its lot starts,"
-    for name, start, shown in (("after", "2026-11-05T09:00:00+09:00", True), ("beside", None, False)):
+    for name, start, shown in (("after", SECOND_START, True), ("beside", None, False)):
         build(logs, write_plan(sample_plan_data, second_lot(start), name=f"{name}.yaml"), tmp_path / name)
         page = " ".join((tmp_path / name / "schedule.html").read_text(encoding="utf-8").split())
         assert (said in page) is shown, name
