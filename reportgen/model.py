@@ -380,6 +380,9 @@ class RunFacts:
     evidence: Evidence
     status: str | None = None
     reason: str | None = None
+    # The status is told by an end not logged (no exit record, a last record cut short): while the run's files are
+    # still being written (a live build), that tells nothing yet (ingest._at_work).
+    unended: bool = False
     started_at: datetime | None = None
     ended_at: datetime | None = None
     last_seen_at: datetime | None = None  # the run was alive then (a source's last time), not an end

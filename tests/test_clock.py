@@ -612,3 +612,31 @@ def test_logs_dated_after_the_wall_clock_are_a_warning_of_a_clock_or_time_zone_t
     assert behind["clock"]["now_basis"] == "the wall clock" and "this build's clock (2026-11-03 08:00 " in ahead["message"]
     for report in (prepare(logs, logs / "plan.yaml", now=CUT - timedelta(minutes=4)).report, prepare(logs, logs / "plan.yaml").report):
         assert not [w for w in report["warnings"] if w["code"] == "ahead_of_clock"]
+
+
+@pytest.mark.parametrize("case", ["at work", "still too long", "a build"])
+def test_a_wandb_run_at_work_is_not_interrupted_for_an_exit_it_has_not_logged_yet(tmp_path, case):
+    """A real W&B offline run with no exit record (its .wandb cut at a block, debug.log without the exit hook's
+    line: tests/fixtures/make_fixtures.py) whose files changed seconds before a live build is at work: its status is
+    not `interrupted`, and the file that said so carries a note. Counter-examples: its files still for longer than
+    WRITING_SECONDS, or a build that is not live: interrupted."""
+    import os
+
+    from reportgen.analysis.status import run_status
+
+    killed = Path(__file__).parent / "fixtures" / "wandb" / "resumed" / "wandb" / "offline-run-20261204_210431-kill1234"
+    logs = tmp_path / "logs"
+    shutil.copytree(killed, logs / "wandb" / killed.name)
+    now = datetime.now(UTC)
+    when = (now - timedelta(seconds=5 if case != "still too long" else WRITING_SECONDS + 60)).timestamp()
+    for path in (logs / "wandb").rglob("*"):
+        os.utime(path, (when, when))
+    campaign = ingest(logs, live=now if case != "a build" else None)
+    [run] = campaign.runs.values()
+    status = run_status(run, campaign)
+    if case == "at work":
+        assert status.status != "interrupted", status
+        notes = [n for info in campaign.inputs for n in info.notes if "the run is at work, not taken as interrupted" in n]
+        assert notes, [info.notes for info in campaign.inputs]
+    else:
+        assert status.status == "interrupted", status

@@ -161,6 +161,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
     campaign.inputs.sort(key=lambda i: i.path)
     if live is not None:
         _being_written(campaign, found, live)
+        _at_work(campaign, scanned.sources, found, live)
     if frames:
         metrics = pd.concat(frames, ignore_index=True, sort=False)
         metrics["path"] = metrics["path"].astype(str)
@@ -231,6 +232,33 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
                 info.lines -= 1
         info.notes.append(f"its last record is being written (the file changed {max(0.0, age):.0f} s before this build): "
                           "read once it is whole")
+
+
+def _at_work(campaign: Campaign, sources: dict, found: dict[str, tuple[Path, bytes]], now: datetime) -> None:
+    """While the campaign runs, a run whose folder has a file that changed less than WRITING_SECONDS before the
+    build is at work: an end it has not logged yet (no exit record, W&B's exit hook not run) does not tell that it
+    was interrupted. Its source's such status is dropped, with a note on the file that gave it."""
+    notes: dict[str, list[str]] = {}
+    for facts in campaign.run_facts:
+        source = sources.get(facts.run)
+        if not facts.unended or facts.status is None or source is None or source.folder is None:
+            continue
+        prefix = "" if source.folder in ("", ".") else source.folder.rstrip("/") + "/"
+        ages = []
+        for rel, (path, _head) in found.items():
+            if rel.startswith(prefix):
+                try:
+                    ages.append((now - datetime.fromtimestamp(path.stat().st_mtime, UTC)).total_seconds())
+                except OSError:
+                    continue
+        if not ages or min(ages) >= WRITING_SECONDS:
+            continue
+        notes.setdefault(facts.evidence.path, []).append(
+            f"no end is logged yet and the run's files changed {max(0.0, min(ages)):.0f} s before this build: the run is at "
+            f"work, not taken as {facts.status} ({facts.reason})")
+        facts.status, facts.reason = None, None
+    for info in campaign.inputs:
+        info.notes += notes.get(info.path, [])
 
 
 def _one_name_per_metric(campaign: Campaign) -> None:

@@ -308,12 +308,12 @@ def read_run_on(logs: Path, folder: str, members: list[str], key: str, since: di
                           reason=f"debug.log line {line} says W&B's exit hook got exit code {code}",
                           ended_at=at or (log.last_time if log else None))
     elif log is not None and log.ended_mid_record is not None:
-        facts.status = "interrupted"
+        facts.status, facts.unended = "interrupted", True
         facts.reason = (f"{PurePosixPath(log_info.path).name} ends mid-record (at byte {log.ended_mid_record:,}) "
                         "with no exit record: its writer was stopped")
     elif debug_ended_early is not None:
         ending = RunFacts(run=key, format=FORMAT, evidence=Evidence(files["debug.log"], debug_ended_early),
-                          status="interrupted",
+                          status="interrupted", unended=True,
                           reason=(f"debug.log ends (line {debug_ended_early}) without W&B's 'got exitcode' line"
                                   + (" and the transaction log has no exit record" if log else "")
                                   + ": the process died before W&B's exit hook ran"))
