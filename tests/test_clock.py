@@ -640,3 +640,19 @@ def test_a_wandb_run_at_work_is_not_interrupted_for_an_exit_it_has_not_logged_ye
         assert notes, [info.notes for info in campaign.inputs]
     else:
         assert status.status == "interrupted", status
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["while written", "a build"])
+def test_a_keras_log_whose_last_row_is_being_written_is_no_interrupted_run(tmp_path, live):
+    """Keras's CSVLogger (tests/fixtures/keras/clean) caught mid-row while it writes: in a live build the run is at
+    work, not interrupted for its cut row; in a build (the counter-example) the cut row says its writer stopped."""
+    from reportgen.analysis.status import run_status
+
+    logs = tmp_path / "keras"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "keras" / "clean", logs)
+    (logs / "stdout.log").unlink()  # the console would tell the run's end
+    log = logs / "training.log"
+    log.write_bytes(log.read_bytes()[:-9])
+    campaign = ingest(logs, live=datetime.now(UTC) + timedelta(seconds=5) if live else None)
+    [run] = campaign.runs.values()
+    assert (run_status(run, campaign).status == "interrupted") is not live, run_status(run, campaign)

@@ -235,18 +235,19 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
 
 
 def _at_work(campaign: Campaign, sources: dict, found: dict[str, tuple[Path, bytes]], now: datetime) -> None:
-    """While the campaign runs, a run whose folder has a file that changed less than WRITING_SECONDS before the
-    build is at work: an end it has not logged yet (no exit record, W&B's exit hook not run) does not tell that it
-    was interrupted. Its source's such status is dropped, with a note on the file that gave it."""
+    """While the campaign runs, a run whose folder (for a source without one, the file that tells its status) has
+    a file that changed less than WRITING_SECONDS before the build is at work: an end it has not logged yet (no
+    exit record, W&B's exit hook not run, a last row cut short) does not tell that it was interrupted. Its source's
+    such status is dropped, with a note on the file that gave it."""
     notes: dict[str, list[str]] = {}
     for facts in campaign.run_facts:
-        source = sources.get(facts.run)
-        if not facts.unended or facts.status is None or source is None or source.folder is None:
+        if not facts.unended or facts.status is None:
             continue
-        prefix = "" if source.folder in ("", ".") else source.folder.rstrip("/") + "/"
+        folder = getattr(sources.get(facts.run), "folder", None)
+        prefix = None if folder is None else "" if folder in ("", ".") else folder.rstrip("/") + "/"
         ages = []
         for rel, (path, _head) in found.items():
-            if rel.startswith(prefix):
+            if rel.startswith(prefix) if prefix is not None else rel == facts.evidence.path:
                 try:
                     ages.append((now - datetime.fromtimestamp(path.stat().st_mtime, UTC)).total_seconds())
                 except OSError:

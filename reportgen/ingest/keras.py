@@ -255,7 +255,7 @@ class CsvLog(LineRead):
             log.attempt_reasons.append(why)
         facts.first_step, facts.last_step = self.first_epoch, self.previous
         if info.cut_off:
-            facts.status = "interrupted"
+            facts.status, facts.unended = "interrupted", True
             facts.reason = f"{rel} line {self.lines}: the last row is cut off mid-row: its writer was stopped"
         else:
             facts.reason = "CSVLogger writes nothing at the end of training: the file tells no status"
