@@ -656,3 +656,23 @@ def test_a_keras_log_whose_last_row_is_being_written_is_no_interrupted_run(tmp_p
     campaign = ingest(logs, live=datetime.now(UTC) + timedelta(seconds=5) if live else None)
     [run] = campaign.runs.values()
     assert (run_status(run, campaign).status == "interrupted") is not live, run_status(run, campaign)
+
+
+@pytest.mark.parametrize("config, why", [({"rank": 16}, "lora-r16-3 logs no total of steps"),
+                                         ({"rank": 16, "steps": 3000}, "lora-r16-3 has logged no step yet")])
+def test_a_run_of_a_running_step_whose_end_cannot_be_told_is_said_beside_the_one_projected(tmp_path, config, why):
+    """Beside lora-r16-2 (projected at its pace), lora-r16-3 of the same step is at work with no total of steps, or
+    with no step logged yet: the step's basis says why its end cannot be told, after lora-r16-2's projection."""
+    logs = live_logs(tmp_path)
+    other = logs / "runs" / "lora-r16-3"
+    other.mkdir()
+    rows = [{"ts": "2026-11-03T09:50:00.000+09:00", "type": "run_start", "run": "lora-r16-3", "config": config,
+             "variant": "lora-r16"}]
+    if "steps" not in config:
+        rows += [{"ts": f"2026-11-03T09:5{i}:00.000+09:00", "type": "metric", "run": "lora-r16-3", "step": 10 * i,
+                  "metrics": {"loss": 2.0}} for i in (1, 2)]
+    (other / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    train = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r16"]
+    assert train["state"] == "running"
+    assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000"), train["basis"]
+    assert f"; {why}" in train["basis"], train["basis"]

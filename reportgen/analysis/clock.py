@@ -289,8 +289,8 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
         ends.append(end)
         said.append(text)
         evidence += cited
-    if ends:
-        return StepForecast(step.id, RUNNING, max(ends), "; ".join(said), evidence)
+    if ends:  # a run whose end cannot be told is said beside those projected: the step may end later
+        return StepForecast(step.id, RUNNING, max(ends), "; ".join(said + unknown), evidence)
     planned = started + timedelta(hours=step.hours)
     if going:
         why = "; ".join(unknown)
