@@ -676,3 +676,19 @@ def test_a_run_of_a_running_step_whose_end_cannot_be_told_is_said_beside_the_one
     assert train["state"] == "running"
     assert train["basis"].startswith("lora-r16-2: 1,670 steps left of 3,000"), train["basis"]
     assert f"; {why}" in train["basis"], train["basis"]
+
+
+def test_a_running_run_with_one_timed_row_and_no_other_run_of_its_step_is_said_to_have_no_pace(tmp_path):
+    """lora-r64-9 has started train-r64 with its total logged and one timed row: no pace of its own and no other
+    run of the step to borrow one from, so the step takes the plan's hours and says why."""
+    logs = live_logs(tmp_path)
+    run = logs / "runs" / "lora-r64-9"
+    run.mkdir()
+    rows = [{"ts": "2026-11-03T09:50:00.000+09:00", "type": "run_start", "run": "lora-r64-9", "config": {"steps": 3000},
+             "variant": "lora-r64"},
+            {"ts": "2026-11-03T09:55:00.000+09:00", "type": "metric", "run": "lora-r64-9", "step": 10, "metrics": {"loss": 2.0}}]
+    (run / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    train = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r64"]
+    assert train["state"] == "running"
+    assert train["basis"] == ("under way since 2026-11-03 09:50, lora-r64-9 has too few timed steps for a pace, and no "
+                              "other run of the step has one: the plan's 9 h"), train["basis"]
