@@ -22,8 +22,8 @@ from reportgen.analysis.schedule import (
     LotSpan,
     ScheduleReport,
     StepReport,
-    ending_last,
     hours_between,
+    lot_counted,
     runs_matching,
 )
 from reportgen.analysis.status import RunStatus
@@ -334,12 +334,11 @@ def _late_lots(plan: Plan, clock: Clock) -> dict[int, datetime]:
     the end of the lot that ends last (the window's), that lot's (the last of them in the order, when several
     end then)."""
     resource = {step.id: step.resource for step in plan.schedule.steps}
-    last = ending_last(clock.lots)
     late: dict[int, datetime] = {}
     for step in clock.late:
         if step.end is None:
             continue
-        index = next((i for i, span in enumerate(clock.lots) if resource.get(step.id) in span.gpus), last)
+        index = lot_counted(clock.lots, resource.get(step.id, ""))
         late[index] = max(late.get(index, step.end), step.end)
     return dict(sorted(late.items()))
 

@@ -759,7 +759,7 @@ class _Estimator:
                 "depends_on": kept_dependencies(self.plan, step.id, set(left_out)),
             }))
         trial = self.plan.model_copy(update={"schedule": self.plan.schedule.model_copy(update={"steps": steps})})
-        first = min(lot.start for lot in trial.order.lots)
+        first = min(lot.start for lot in trial.order.lots)  # the window's start
         together = trial.model_copy(update={"order": trial.order.model_copy(update={
             "lots": [lot.model_copy(update={"start": first}) for lot in trial.order.lots]})})
         return planned_hours(planned_timeline(trial)), planned_hours(planned_timeline(together)), left_out

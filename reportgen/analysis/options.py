@@ -22,8 +22,8 @@ from typing import Literal
 from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
-    ending_last,
     hours_between,
+    lot_counted,
     lot_spans,
     planned_hours,
     planned_timeline,
@@ -153,9 +153,7 @@ def lot_needs(plan: Plan, steps: list[StepReport] | None = None) -> tuple[list[f
     actual ends; 0 when none is measured): a GPU step is its GPU's lot's; a cpu or human step counts against the
     lot that ends last, as the lot clock judges it."""
     spans, start = lot_spans(plan), window(plan).start
-    last = ending_last(spans)
-    owner = {step.id: next((i for i, span in enumerate(spans) if step.resource in span.gpus), last)
-             for step in plan.schedule.steps}
+    owner = {step.id: lot_counted(spans, step.resource) for step in plan.schedule.steps}
     planned, actual = [0.0] * len(spans), [0.0] * len(spans)
     for slot in planned_timeline(plan):
         i = owner[slot.step.id]

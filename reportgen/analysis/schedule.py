@@ -141,6 +141,13 @@ def ending_last(spans: list[LotSpan]) -> int:
     return max(range(len(spans)), key=lambda i: (spans[i].end, i))
 
 
+def lot_counted(spans: list[LotSpan], resource: str) -> int:
+    """The lot a step on `resource` is judged against, by its place in the order: its GPU's lot; for a cpu or
+    human step, the one that ends last (ending_last)."""
+    own = [i for i, span in enumerate(spans) if resource in span.gpus]
+    return own[0] if own else ending_last(spans)
+
+
 def planned_timeline(plan: Plan) -> list[PlannedSlot]:
     """Earliest start of every step: after its dependencies, one at a time on each GPU (R5), and a step on a GPU
     no earlier than its lot starts (a lot bought to follow another holds its GPUs from its own start).

@@ -204,12 +204,8 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
     for info in campaign.inputs:
         if not info.cut_off or info.path not in found:
             continue
-        try:
-            changed = datetime.fromtimestamp(found[info.path][0].stat().st_mtime, UTC)
-        except OSError:
-            continue
-        age = (now - changed).total_seconds()
-        if age >= WRITING_SECONDS:
+        age = _changed_ago(found[info.path][0], now)
+        if age is None or age >= WRITING_SECONDS:
             continue
         info.cut_off, info.being_written = False, True
         # The reader's problem for the cut: the last it reported that says so (readers report it last, at the
@@ -234,6 +230,14 @@ def _being_written(campaign: Campaign, found: dict[str, tuple[Path, bytes]], now
                           "read once it is whole")
 
 
+def _changed_ago(path: Path, now: datetime) -> float | None:
+    """Seconds from the file's last change to `now` (None: it cannot be looked at)."""
+    try:
+        return (now - datetime.fromtimestamp(path.stat().st_mtime, UTC)).total_seconds()
+    except OSError:
+        return None
+
+
 def _at_work(campaign: Campaign, sources: dict, found: dict[str, tuple[Path, bytes]], now: datetime) -> None:
     """While the campaign runs, a run whose folder (for a source without one, the file that tells its status) has
     a file that changed less than WRITING_SECONDS before the build is at work: an end it has not logged yet (no
@@ -245,13 +249,9 @@ def _at_work(campaign: Campaign, sources: dict, found: dict[str, tuple[Path, byt
             continue
         folder = getattr(sources.get(facts.run), "folder", None)
         prefix = None if folder is None else "" if folder in ("", ".") else folder.rstrip("/") + "/"
-        ages = []
-        for rel, (path, _head) in found.items():
-            if rel.startswith(prefix) if prefix is not None else rel == facts.evidence.path:
-                try:
-                    ages.append((now - datetime.fromtimestamp(path.stat().st_mtime, UTC)).total_seconds())
-                except OSError:
-                    continue
+        ages = [age for rel, (path, _head) in found.items()
+                if (rel.startswith(prefix) if prefix is not None else rel == facts.evidence.path)
+                and (age := _changed_ago(path, now)) is not None]
         if not ages or min(ages) >= WRITING_SECONDS:
             continue
         notes.setdefault(facts.evidence.path, []).append(
