@@ -692,3 +692,39 @@ def test_a_running_run_with_one_timed_row_and_no_other_run_of_its_step_is_said_t
     assert train["state"] == "running"
     assert train["basis"] == ("under way since 2026-11-03 09:50, lora-r64-9 has too few timed steps for a pace, and no "
                               "other run of the step has one: the plan's 9 h"), train["basis"]
+
+
+def test_a_run_with_no_end_while_the_lot_is_open_is_shown_at_work_on_its_page_and_the_runs_list(tmp_path):
+    """lora-r16-2 has logged no end at the cut: its page and the Runs list show it at work. Counter-examples: a
+    run that logged its end during the lot is not at work, and once the lot is over the same run is unknown."""
+    logs = live_logs(tmp_path)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(site), "-q"]).exit_code == 0
+    runs = {r["id"]: r for r in json.loads((site / "report.json").read_text(encoding="utf-8"))["runs"]}
+    assert [i for i, r in runs.items() if r["at_work"]] == ["lora-r16-2"] and runs["lora-r16-2"]["status"] == "unknown"
+    assert runs["control-2"]["status"] == "completed" and not runs["control-2"]["at_work"]
+    page = (site / runs["lora-r16-2"]["page"]).read_text(encoding="utf-8")
+    assert '<span class="badge badge-at_work">at work</span></h1>' in page
+    assert "No end logged yet while the lot is open: at work, as the lot clock takes it; its last record is from" in page
+    listed = (site / "runs.html").read_text(encoding="utf-8")
+    assert listed.count("badge-at_work") == 1 and "no end logged yet, and the lot is open" in listed
+    assert '<span class="badge badge-completed">completed</span>' in (site / runs["control-2"]["page"]).read_text(encoding="utf-8")
+
+    after = tmp_path / "after"
+    env = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat("2026-11-06T09:00:00+09:00").timestamp()))}
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(after), "-q"], env=env).exit_code == 0
+    runs = {r["id"]: r for r in json.loads((after / "report.json").read_text(encoding="utf-8"))["runs"]}
+    assert not any(r["at_work"] for r in runs.values()) and runs["lora-r16-2"]["status"] == "unknown"
+    page = (after / runs["lora-r16-2"]["page"]).read_text(encoding="utf-8")
+    assert '<span class="badge badge-unknown">unknown</span></h1>' in page and "at work" not in page
+
+
+def test_a_run_shorter_than_an_hour_tells_its_time_in_minutes(tmp_path):
+    """A run of 20 minutes was "0.3 h" and one of 2 minutes "0.0 h": lengths of time below an hour are minutes."""
+    logs = live_logs(tmp_path)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(site), "-q"]).exit_code == 0
+    runs = json.loads((site / "report.json").read_text(encoding="utf-8"))["runs"]
+    short = next(r for r in runs if r["wall_hours"] and r["wall_hours"] < 1)
+    page = (site / short["page"]).read_text(encoding="utf-8")
+    assert f"<tr><th>Wall-clock</th><td>{short['wall_hours'] * 60:,.1f} min</td></tr>" in page

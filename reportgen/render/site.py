@@ -685,7 +685,7 @@ def _index_pages(report: dict, page: Page, budget: int | None) -> list[tuple[Pag
 
 RUNS_PAGE = "runs.html"
 # What a run's row on the Runs page shows, besides its id: its estimate (see _run_row_bytes) weighs these.
-RUN_ROW_FIELDS = ("resumes", "continued_by", "evaluated_by", "variant", "status", "status_reason", "evidence", "final",
+RUN_ROW_FIELDS = ("resumes", "continued_by", "evaluated_by", "variant", "status", "status_reason", "at_work", "evidence", "final",
                   "config_id", "stops", "sources", "evaluates", "metrics")
 
 
