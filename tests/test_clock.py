@@ -728,3 +728,38 @@ def test_a_run_shorter_than_an_hour_tells_its_time_in_minutes(tmp_path):
     short = next(r for r in runs if r["wall_hours"] and r["wall_hours"] < 1)
     page = (site / short["page"]).read_text(encoding="utf-8")
     assert f"<tr><th>Wall-clock</th><td>{short['wall_hours'] * 60:,.1f} min</td></tr>" in page
+
+
+def _paced(logs: Path, seconds_per_step: float) -> None:
+    """lora-r16-2 goes on at another pace: ten more rows, ten steps apart, after its last (step 1,330)."""
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    last = datetime.fromisoformat(json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["ts"])
+    rows = [{"ts": (last + timedelta(seconds=seconds_per_step * 10 * n)).isoformat(timespec="milliseconds"), "type": "metric",
+             "run": "lora-r16-2", "step": 1330 + 10 * n, "metrics": {"loss": 1.45}} for n in range(1, 11)]
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_a_run_that_slowed_down_is_projected_at_its_recent_pace(tmp_path):
+    """lora-r16-2 ran at 13.1 s a step, then at 60: its whole run's pace (34.4 s) would project it hours too
+    early. The last quarter of its logged time goes at 60 s a step, and that is the pace its end is projected at."""
+    logs = live_logs(tmp_path)
+    _paced(logs, 60)
+    clock = clock_of(logs)
+    train = next(s for s in clock["steps"] if s["id"] == "train-r16")
+    assert train["basis"].startswith("lora-r16-2: 1,570 steps left of 3,000 (its config's steps) at its recent 60 s a step "
+                                     "(steps 1,400 to 1,430, the last 25% of its logged time; 34.4 s a step over steps "
+                                     "1,210 to 1,430, evaluations and checkpoints included): 26.2 h"), train["basis"]
+    now = datetime.fromisoformat(clock["now"])
+    assert (datetime.fromisoformat(train["end"]) - now).total_seconds() == pytest.approx(1570 * 60, abs=1)
+    assert [e["line"] for e in train["evidence"]] == [22, 25]  # the recent part's first row (step 1,400) and the last
+
+
+def test_a_run_that_sped_up_keeps_its_whole_runs_slower_pace(tmp_path):
+    """Counter-example: lora-r16-2 went on at 5 s a step after 13.1: its recent pace is quicker than its whole
+    run's, and the whole run's (the later end) is kept until it catches up."""
+    logs = live_logs(tmp_path)
+    _paced(logs, 5)
+    train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
+    assert train["basis"].startswith("lora-r16-2: 1,570 steps left of 3,000 (its config's steps) at its 9.42 s a step "
+                                     "(steps 1,210 to 1,430, evaluations and checkpoints included): 4.1 h"), train["basis"]

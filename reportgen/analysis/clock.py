@@ -27,9 +27,9 @@ from reportgen.analysis.schedule import (
     runs_matching,
 )
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.variance import WallPace, wall_pace
+from reportgen.analysis.variance import RECENT_SHARE, WallPace, recent_pace, wall_pace
 from reportgen.model import Campaign, Evidence, Run, Status
-from reportgen.numbers import figure, listed, median
+from reportgen.numbers import duration, figure, listed, median
 from reportgen.plan.schema import Plan, ScheduleStep
 
 DONE, RUNNING, PENDING, DROPPED = "done", "running", "pending", "dropped"
@@ -145,6 +145,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
     paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
+    recent = cache(lambda run_id: recent_pace(frames.get(run_id)))
     spans = schedule.lots
     lot_of = {gpu: span for span in spans for gpu in span.gpus}  # every rented GPU, with its lot
     gpus = set(lot_of)
@@ -167,7 +168,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
                                               actual.start)
             ends[step.id] = actual.end
             continue
-        forecast = replace(_running(step, actual.start, campaign, statuses, paces, now),
+        forecast = replace(_running(step, actual.start, campaign, statuses, paces, recent, now),
                            start=actual.start)
         forecasts[step.id] = forecast
         ends[step.id] = forecast.end or now
@@ -272,16 +273,16 @@ def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus
 
 
 def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses: dict[str, RunStatus],
-             paces: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
+             paces: Callable[[str], WallPace | None], recent: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
     """A step under way: each run still going ends when its steps left are done at its wall-clock pace (its
-    own, else that of another run of the step: the run it resumes, say); without such a run, the step ends the
-    plan's hours after it started, now at the earliest."""
+    own, the slower of its whole and recent paces, else that of another run of the step: the run it resumes,
+    say); without such a run, the step ends the plan's hours after it started, now at the earliest."""
     runs = runs_matching(step.runs, campaign.runs)
     going = [run for run in runs if still_going(run, statuses)]
     others = [(run.id, pace) for run in runs if (pace := paces(run.id)) is not None and pace.seconds_per_step]
     ends, said, evidence, unknown = [], [], [], []
     for run in going:
-        projected = _run_end(run, step, paces(run.id), others, now)
+        projected = _run_end(run, step, paces(run.id), recent(run.id), others, now)
         if isinstance(projected, str):
             unknown.append(projected)
             continue
@@ -303,15 +304,22 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
     return StepForecast(step.id, RUNNING, max(planned, now), basis)
 
 
-def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, others: list[tuple[str, WallPace]],
-             now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
+def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPace | None,
+             others: list[tuple[str, WallPace]], now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
     """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
-    so; else why it cannot be told."""
+    so; else why it cannot be told. Its own pace is the slower of its whole run's and its recent one's
+    (recent_pace): a run that slowed down (a slower stage, a GPU shared or throttled) is projected at the pace it
+    goes now, not at an average its fast start holds down; one that sped up after a slow start keeps its whole
+    run's pace, the later end, until that pace catches up."""
     total = total_steps(run, step)
     if total is None or run.last_step is None:
         return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config, no steps for "
                 f"{step.id} in the plan), so its steps left are unknown" if total is None else f"{run.id} has logged no step yet")
-    if own is not None and own.seconds_per_step:
+    slower = (recent is not None and recent.seconds_per_step and own is not None and own.seconds_per_step
+              and recent.seconds_per_step > own.seconds_per_step)
+    if slower:
+        pace, whose = recent, "its recent"
+    elif own is not None and own.seconds_per_step:
         pace, whose = own, "its"
     elif others:
         name, pace = others[0]
@@ -322,9 +330,11 @@ def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, others: list[tu
     per_step = pace.seconds_per_step or 0.0
     left = max(0, steps - run.last_step)
     end = now + timedelta(seconds=left * per_step)
+    span = (f"steps {pace.first.step:,} to {pace.last.step:,}, the last {RECENT_SHARE:.0%} of its logged time; "
+            f"{figure(own.seconds_per_step)} s a step over steps {own.first.step:,} to {own.last.step:,}" if slower else
+            f"steps {pace.first.step:,} to {pace.last.step:,}")
     text = (f"{run.id}: {left:,} steps left of {steps:,} ({told(source)}) at {whose} {figure(per_step)} s a step "
-            f"(steps {pace.first.step:,} to {pace.last.step:,}, evaluations and checkpoints included): "
-            f"{figure(left * per_step / 3600)} h")
+            f"({span}, evaluations and checkpoints included): {duration(left * per_step / 3600)}")
     return end, text, [pace.first.evidence, pace.last.evidence]
 
 

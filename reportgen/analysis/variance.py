@@ -137,19 +137,53 @@ class WallPace:
 
 def wall_pace(frame: pd.DataFrame | None) -> WallPace | None:
     """A run's wall-clock pace: from its first timed row to its last, evaluations, checkpoints and all."""
+    timed = _timed_rows(frame)
+    if timed is None:
+        return None
+    at, rows = timed
+    return _pace(frame, rows[np.argmin(at[rows])], rows[np.argmax(at[rows])])  # the first of equal times, as idxmin
+
+
+# The recent part of a run still going: the last quarter of the time it has logged over.
+RECENT_SHARE = 0.25
+
+
+def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
+    """A run's wall-clock pace over the last RECENT_SHARE of the time from its first timed row to its last
+    (evaluations and checkpoints in it included): from the first timed row of that part, or from the last one
+    before it when the part holds no earlier step, to its last row. None without two timed steps."""
+    timed = _timed_rows(frame)
+    if timed is None:
+        return None
+    at, rows = timed
+    last = rows[np.argmax(at[rows])]
+    since = at[last] - (at[last] - at[rows].min()) * RECENT_SHARE
+    steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
+    earlier = rows[steps[rows] < steps[last]]
+    if not len(earlier):
+        return None
+    inside = earlier[at[earlier] >= since]
+    start = inside[np.argmin(at[inside])] if len(inside) else earlier[np.argmax(at[earlier])]
+    return _pace(frame, start, last)
+
+
+def _timed_rows(frame: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The times of a run's rows and the positions of those with a time and a step; None when none has both."""
     if frame is None or not len(frame):
         return None
     at = frame["ts"].to_numpy(dtype="datetime64[ns]")
-    timed = np.flatnonzero(~np.isnat(at) & frame["step"].notna().to_numpy())
-    if not len(timed):
-        return None
+    rows = np.flatnonzero(~np.isnat(at) & frame["step"].notna().to_numpy())
+    return (at, rows) if len(rows) else None
 
+
+def _pace(frame: pd.DataFrame, first: int, last: int) -> WallPace:
+    """The pace from the row at position `first` to the row at `last`."""
     def where(row: int) -> Row:  # read cell by cell: a row of a frame of many types is slow to take whole
         line = frame["line"].iat[row]
         return Row(frame["ts"].iat[row].to_pydatetime(), int(frame["step"].iat[row]),
                     Evidence(str(frame["path"].iat[row]), None if pd.isna(line) else int(line)))
 
-    a, b = where(timed[np.argmin(at[timed])]), where(timed[np.argmax(at[timed])])  # the first of equal times, as idxmin
+    a, b = where(first), where(last)
     rate = (b.at - a.at).total_seconds() / (b.step - a.step) if b.step > a.step else None
     return WallPace(a, b, rate)
 
