@@ -27,7 +27,13 @@ from reportgen.analysis.schedule import (
     runs_matching,
 )
 from reportgen.analysis.status import RunStatus
-from reportgen.analysis.variance import RECENT_SHARE, WallPace, recent_pace, wall_pace
+from reportgen.analysis.variance import (
+    RECENT_MARGIN,
+    RECENT_SHARE,
+    WallPace,
+    recent_pace,
+    wall_pace,
+)
 from reportgen.model import Campaign, Evidence, Run, Status
 from reportgen.numbers import duration, figure, listed, median
 from reportgen.plan.schema import Plan, ScheduleStep
@@ -308,7 +314,7 @@ def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPac
              others: list[tuple[str, WallPace]], now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
     """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
     so; else why it cannot be told. Its own pace is the slower of its whole run's and its recent one's
-    (recent_pace): a run that slowed down (a slower stage, a GPU shared or throttled) is projected at the pace it
+    (recent_pace, when slower by more than RECENT_MARGIN): a run that slowed down (a slower stage, a GPU shared or throttled) is projected at the pace it
     goes now, not at an average its fast start holds down; one that sped up after a slow start keeps its whole
     run's pace, the later end, until that pace catches up."""
     total = total_steps(run, step)
@@ -316,7 +322,7 @@ def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPac
         return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config, no steps for "
                 f"{step.id} in the plan), so its steps left are unknown" if total is None else f"{run.id} has logged no step yet")
     slower = (recent is not None and recent.seconds_per_step and own is not None and own.seconds_per_step
-              and recent.seconds_per_step > own.seconds_per_step)
+              and recent.seconds_per_step > RECENT_MARGIN * own.seconds_per_step)
     if slower:
         pace, whose = recent, "its recent"
     elif own is not None and own.seconds_per_step:

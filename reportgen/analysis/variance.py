@@ -144,8 +144,10 @@ def wall_pace(frame: pd.DataFrame | None) -> WallPace | None:
     return _pace(frame, rows[np.argmin(at[rows])], rows[np.argmax(at[rows])])  # the first of equal times, as idxmin
 
 
-# The recent part of a run still going: the last quarter of the time it has logged over.
+# The recent part of a run still going: the last quarter of the time it has logged over. Its pace counts when it
+# is slower than the whole run's by more than RECENT_MARGIN (a pace that wavers by a few % changes no projection).
 RECENT_SHARE = 0.25
+RECENT_MARGIN = 1.1
 
 
 def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
