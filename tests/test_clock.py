@@ -773,3 +773,34 @@ def test_a_recent_pace_a_few_percent_slower_changes_no_projection(tmp_path):
     train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
     assert train["basis"].startswith("lora-r16-2: 1,570 steps left of 3,000 (its config's steps) at its 13.5 s a step "
                                      "(steps 1,210 to 1,430, evaluations and checkpoints included)"), train["basis"]
+
+
+def test_a_step_whose_run_logs_steps_but_no_time_is_under_way_not_to_come(tmp_path):
+    """DVCLive logs no time unless asked (log_metric(timestamp=True)): a run of train-r64 written by it (the real
+    fixture: killed at step 12 and resumed to 19, no end) has begun the step, which the clock took as not started, "the plan's 9 h from
+    now" after train-r16. With no time there is no pace: its steps left take their share of the plan's hours, from
+    now. Counter-example: without the plan's `steps` (no total of steps) the plan's hours from now."""
+    logs = live_logs(tmp_path)
+    shutil.copytree(Path(__file__).parent / "fixtures" / "dvclive" / "resumed", logs / "lora-r64-1")
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")["steps"] = 3000
+    (logs / "with-steps.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    report = prepare(logs, logs / "with-steps.yaml").report
+    clock, runs = report["clock"], {r["id"]: r for r in report["runs"]}
+    assert runs["lora-r64-1"]["started_at"] is None and runs["lora-r64-1"]["last_step"] == 19
+    steps = {s["id"]: s for s in clock["steps"]}
+    r64 = steps["train-r64"]
+    assert r64["state"] == "running" and r64["start"] is None
+    assert r64["basis"] == ("lora-r64-1 has logged steps 0 to 19 and no time, so no pace: its 2,981 steps left of 3,000 "
+                            "(the steps of train-r64 in the plan) at the plan's 9 h for the whole step: 8.9 h")
+    now = datetime.fromisoformat(clock["now"])
+    assert (datetime.fromisoformat(r64["end"]) - now).total_seconds() == pytest.approx(9 * 3600 * 2981 / 3000, abs=1)
+    assert [e["path"] for e in r64["evidence"]] == ["lora-r64-1/dvclive/plots/metrics/acc.tsv"]
+    assert r64["evidence"][0]["line"] == 22  # step 19's row: below the header and step 12 logged twice
+
+    without = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r64"]
+    assert without["state"] == "running" and without["basis"] == (
+        "lora-r64-1 has logged steps 0 to 19 and no time, so no pace and no total of steps: the plan's 9 h from now")
+    site = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "with-steps.yaml"), "-o", str(site), "-q"]).exit_code == 0
+    assert "lora-r64-1 has logged steps 0 to 19 and no time" in (site / "schedule.html").read_text(encoding="utf-8")

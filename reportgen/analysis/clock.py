@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from functools import cache
 
+import pandas as pd
+
 from reportgen.analysis.options import lots_like
 from reportgen.analysis.runs import told, total_steps
 from reportgen.analysis.schedule import (
@@ -167,7 +169,14 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
             forecasts[step.id] = StepForecast(step.id, DROPPED, actual.end, f"variant {step.variant} was dropped")
             continue
         if actual.start is None:
-            pending.append(item)
+            untimed = _untimed(step, campaign, statuses, frames, now)
+            if untimed is None:
+                pending.append(item)
+                continue
+            forecasts[step.id] = untimed
+            ends[step.id] = untimed.end or now
+            if step.resource in gpus:
+                free_at[step.resource] = max(free_at.get(step.resource, now), ends[step.id])
             continue
         if actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
             forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence,
@@ -308,6 +317,37 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
     basis = (f"under way since {minute(started, now.tzinfo)}, {why}: the plan's {figure(step.hours)} h"
              + (", already past: now at the earliest" if planned < now else ""))
     return StepForecast(step.id, RUNNING, max(planned, now), basis)
+
+
+def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus], frames: dict[str, pd.DataFrame],
+             now: datetime) -> StepForecast | None:
+    """A step with no time logged whose runs still going have logged steps (DVCLive without timestamps, say): it
+    is under way, not to come. With no time there is no pace: each run's steps left take their share of the
+    plan's hours (a total of steps known), else the plan's hours, from now; None when no run of it has logged a
+    step."""
+    going = [run for run in runs_matching(step.runs, campaign.runs) if still_going(run, statuses) and run.last_step is not None]
+    if not going:
+        return None
+    said, longest, evidence = [], 0.0, []
+    for run in going:
+        total = total_steps(run, step)
+        hours = step.hours * max(0, total[0] - run.last_step) / total[0] if total else step.hours
+        logged = (f"{run.id} has logged steps {run.first_step:,} to {run.last_step:,} and no time, so no pace"
+                  if run.first_step is not None else f"{run.id} has logged no time, so no pace")
+        said.append(f"{logged}: its {max(0, total[0] - run.last_step):,} steps left of {total[0]:,} ({told(total[1])}) "
+                    f"at the plan's {figure(step.hours)} h for the whole step: {duration(hours)}" if total else
+                    f"{logged} and no total of steps: the plan's {figure(step.hours)} h from now")
+        longest = max(longest, hours)
+        evidence += [e for e in [_last_step_row(frames.get(run.id))] if e is not None]
+    return StepForecast(step.id, RUNNING, now + timedelta(hours=longest), "; ".join(said), evidence)
+
+
+def _last_step_row(frame: pd.DataFrame | None) -> Evidence | None:
+    """Where a run's furthest step is logged (its first row of that step)."""
+    if frame is None or not len(frame) or not frame["step"].notna().any():
+        return None
+    row = frame.loc[frame["step"].idxmax()]
+    return Evidence(str(row["path"]), None if pd.isna(row["line"]) else int(row["line"]))
 
 
 def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPace | None,
