@@ -9,11 +9,13 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
+from reportgen.analysis.variance import recent_pace
 from reportgen.build import prepare
 from reportgen.cli import cli
 from reportgen.ingest import WRITING_SECONDS, ingest
@@ -728,6 +730,14 @@ def test_a_run_shorter_than_an_hour_tells_its_time_in_minutes(tmp_path):
     short = next(r for r in runs if r["wall_hours"] and r["wall_hours"] < 1)
     page = (site / short["page"]).read_text(encoding="utf-8")
     assert f"<tr><th>Wall-clock</th><td>{short['wall_hours'] * 60:,.1f} min</td></tr>" in page
+    listed = (site / "runs.html").read_text(encoding="utf-8")
+    assert f'<td class="num">{short["gpu_hours"] * 60:,.1f} min</td>' in listed
+    late = clock_of(logs, now=datetime.fromisoformat("2026-11-05T08:30:00+09:00"))  # half an hour before the lot's end
+    assert late["hours_left"] == 0.5
+    closing = tmp_path / "closing"
+    env = {"SOURCE_DATE_EPOCH": str(int(datetime.fromisoformat("2026-11-05T08:30:00+09:00").timestamp()))}
+    assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(closing), "-q"], env=env).exit_code == 0
+    assert "Lot open: <strong>30.0 min left</strong>" in (closing / "index.html").read_text(encoding="utf-8")
 
 
 def _paced(logs: Path, seconds_per_step: float) -> None:
@@ -777,9 +787,10 @@ def test_a_recent_pace_a_few_percent_slower_changes_no_projection(tmp_path):
 
 def test_a_step_whose_run_logs_steps_but_no_time_is_under_way_not_to_come(tmp_path):
     """DVCLive logs no time unless asked (log_metric(timestamp=True)): a run of train-r64 written by it (the real
-    fixture: killed at step 12 and resumed to 19, no end) has begun the step, which the clock took as not started, "the plan's 9 h from
-    now" after train-r16. With no time there is no pace: its steps left take their share of the plan's hours, from
-    now. Counter-example: without the plan's `steps` (no total of steps) the plan's hours from now."""
+    fixture: killed at step 12 and resumed to 19, no end) has begun the step, which the clock took as not started,
+    "the plan's 9 h from now" after train-r16. With no time there is no pace: its steps left take their share of the
+    plan's hours, from now. Counter-example: without the plan's `steps` (no total of steps) the plan's hours from
+    now."""
     logs = live_logs(tmp_path)
     shutil.copytree(Path(__file__).parent / "fixtures" / "dvclive" / "resumed", logs / "lora-r64-1")
     plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
@@ -800,7 +811,78 @@ def test_a_step_whose_run_logs_steps_but_no_time_is_under_way_not_to_come(tmp_pa
 
     without = {s["id"]: s for s in clock_of(logs)["steps"]}["train-r64"]
     assert without["state"] == "running" and without["basis"] == (
-        "lora-r64-1 has logged steps 0 to 19 and no time, so no pace and no total of steps: the plan's 9 h from now")
+        "lora-r64-1 has logged steps 0 to 19 and no time, so no pace, and no total of steps: the plan's 9 h from now")
     site = tmp_path / "site"
     assert CliRunner().invoke(cli, ["build", str(logs), str(logs / "with-steps.yaml"), "-o", str(site), "-q"]).exit_code == 0
     assert "lora-r64-1 has logged steps 0 to 19 and no time" in (site / "schedule.html").read_text(encoding="utf-8")
+
+
+def test_one_long_gap_before_the_last_row_is_no_recent_pace(tmp_path):
+    """Counter-example: lora-r16-2 logs one more row an hour after its last (a long save, an evaluation). The last
+    quarter of its logged time holds that row alone, and one interval is no pace: the whole run's is kept."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    last = datetime.fromisoformat(json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["ts"])
+    row = {"ts": (last + timedelta(hours=1)).isoformat(timespec="milliseconds"), "type": "metric", "run": "lora-r16-2",
+           "step": 1340, "metrics": {"loss": 1.45}}
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+    train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
+    assert train["basis"].startswith("lora-r16-2: 1,660 steps left of 3,000 (its config's steps) at its 39.8 s a step "
+                                     "(steps 1,210 to 1,340, evaluations and checkpoints included)"), train["basis"]
+
+
+def test_the_recent_pace_of_a_run_resumed_under_its_own_name_is_measured_after_its_steps_went_back():
+    """A run logs steps 0 to 1,000 at 36 s a step, is resumed from its checkpoint at step 800 a minute later under the
+    same name, and is back at step 1,000 at the same pace. The last quarter of its whole logged time reaches back
+    before the restart, where step 910 was logged: measured from there, its pace would be 117 s a step. Measured
+    after its steps went back, it is the 36 s it goes at."""
+    start = pd.Timestamp("2026-11-03T00:00:00+09:00")
+    before = [(start + pd.Timedelta(seconds=36 * step), step) for step in range(0, 1001, 10)]
+    restart = before[-1][0] + pd.Timedelta(minutes=1)
+    after = [(restart + pd.Timedelta(seconds=36 * (step - 800)), step) for step in range(800, 1001, 10)]
+    frame = pd.DataFrame({"ts": [t for t, _ in before + after], "step": [s for _, s in before + after],
+                          "path": "run/log.csv", "line": range(2, len(before) + len(after) + 2)})
+    pace = recent_pace(frame)
+    assert pace.seconds_per_step == pytest.approx(36) and pace.first.at > restart.to_pydatetime()
+    assert (pace.first.step, pace.last.step) == (950, 1000)
+
+
+def _untimed_runs(tmp_path: Path, total: int) -> Path:
+    """Two DVCLive runs of train-r64 with no time (the real fixture): lora-r64-2 at step 19, lora-r64-1 as it stood
+    at step 9 (its rows past it cut off); the plan gives train-r64 `total` steps."""
+    logs = live_logs(tmp_path)
+    fixture = Path(__file__).parent / "fixtures" / "dvclive" / "resumed"
+    for name in ("lora-r64-1", "lora-r64-2"):
+        shutil.copytree(fixture, logs / name)
+    for tsv in (logs / "lora-r64-1").rglob("*.tsv"):
+        lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
+        tsv.write_text(lines[0] + "".join(line for line in lines[1:] if int(line.split("\t")[0]) <= 9), encoding="utf-8")
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")["steps"] = total
+    (logs / "with-steps.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    return logs
+
+
+def test_a_step_of_several_untimed_runs_ends_when_the_one_with_the_most_steps_left_does(tmp_path):
+    logs = _untimed_runs(tmp_path, 3000)
+    clock = prepare(logs, logs / "with-steps.yaml").report["clock"]
+    r64 = next(s for s in clock["steps"] if s["id"] == "train-r64")
+    assert r64["basis"].startswith("lora-r64-1 has logged steps 0 to 9 and no time, so no pace: its 2,991 steps left")
+    assert "; lora-r64-2 has logged steps 0 to 19 and no time, so no pace: its 2,981 steps left" in r64["basis"]
+    now = datetime.fromisoformat(clock["now"])
+    assert (datetime.fromisoformat(r64["end"]) - now).total_seconds() == pytest.approx(9 * 3600 * 2991 / 3000, abs=1)
+
+
+def test_an_untimed_run_that_logged_all_its_steps_is_no_work_left(tmp_path):
+    """With no time and no end logged (DVCLive writes none), a run at the last of its steps has none left: the step is
+    done, not running "0 steps left" at every build. Counter-example: one of its runs short of its steps keeps it
+    running (the test above)."""
+    logs = _untimed_runs(tmp_path, 19)
+    shutil.rmtree(logs / "lora-r64-1")
+    clock = prepare(logs, logs / "with-steps.yaml").report["clock"]
+    r64 = next(s for s in clock["steps"] if s["id"] == "train-r64")
+    assert r64["state"] == "done" and r64["end"] is None
+    assert r64["basis"] == ("lora-r64-2 has logged steps 0 to 19 and no time: all 19 of its steps (the steps of train-r64 "
+                            "in the plan), with no end logged")
+    assert clock["projected_end"] == next(s for s in clock["steps"] if s["id"] == "error-analysis")["end"]

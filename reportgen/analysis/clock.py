@@ -321,24 +321,33 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
 
 def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus], frames: dict[str, pd.DataFrame],
              now: datetime) -> StepForecast | None:
-    """A step with no time logged whose runs still going have logged steps (DVCLive without timestamps, say): it
-    is under way, not to come. With no time there is no pace: each run's steps left take their share of the
-    plan's hours (a total of steps known), else the plan's hours, from now; None when no run of it has logged a
-    step."""
-    going = [run for run in runs_matching(step.runs, campaign.runs) if still_going(run, statuses) and run.last_step is not None]
+    """A step with no time logged whose runs still going have logged steps and no time (DVCLive without
+    timestamps, Lightning's CSVLogger, say): it is under way, not to come. With no time there is no pace: each
+    run's steps left take their share of the plan's hours (a total of steps known), else the plan's hours, from
+    now. A run that has logged all its steps has none left (no end logged: it is not taken as work left); when
+    every such run has, the step is done, with no time. None when no run of it has logged a step."""
+    going = [run for run in runs_matching(step.runs, campaign.runs)
+             if still_going(run, statuses) and run.last_step is not None and run.started_at is None]
     if not going:
         return None
-    said, longest, evidence = [], 0.0, []
+    said, longest, evidence, left = [], 0.0, [], False
     for run in going:
         total = total_steps(run, step)
-        hours = step.hours * max(0, total[0] - run.last_step) / total[0] if total else step.hours
-        logged = (f"{run.id} has logged steps {run.first_step:,} to {run.last_step:,} and no time, so no pace"
-                  if run.first_step is not None else f"{run.id} has logged no time, so no pace")
-        said.append(f"{logged}: its {max(0, total[0] - run.last_step):,} steps left of {total[0]:,} ({told(total[1])}) "
-                    f"at the plan's {figure(step.hours)} h for the whole step: {duration(hours)}" if total else
-                    f"{logged} and no total of steps: the plan's {figure(step.hours)} h from now")
-        longest = max(longest, hours)
+        logged = (f"{run.id} has logged steps {run.first_step:,} to {run.last_step:,} and no time"
+                  if run.first_step is not None else f"{run.id} has logged no time")
         evidence += [e for e in [_last_step_row(frames.get(run.id))] if e is not None]
+        if total is None:
+            said.append(f"{logged}, so no pace, and no total of steps: the plan's {figure(step.hours)} h from now")
+            longest, left = max(longest, step.hours), True
+        elif run.last_step >= total[0]:
+            said.append(f"{logged}: all {total[0]:,} of its steps ({told(total[1])}), with no end logged")
+        else:
+            hours = step.hours * (total[0] - run.last_step) / total[0]
+            said.append(f"{logged}, so no pace: its {total[0] - run.last_step:,} steps left of {total[0]:,} ({told(total[1])}) "
+                        f"at the plan's {figure(step.hours)} h for the whole step: {duration(hours)}")
+            longest, left = max(longest, hours), True
+    if not left:
+        return StepForecast(step.id, DONE, None, "; ".join(said), evidence)
     return StepForecast(step.id, RUNNING, now + timedelta(hours=longest), "; ".join(said), evidence)
 
 

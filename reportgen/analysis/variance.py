@@ -151,22 +151,23 @@ RECENT_MARGIN = 1.1
 
 
 def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
-    """A run's wall-clock pace over the last RECENT_SHARE of the time from its first timed row to its last
-    (evaluations and checkpoints in it included): from the first timed row of that part, or from the last one
-    before it when the part holds no earlier step, to its last row. None without two timed steps."""
+    """A run's wall-clock pace over the last RECENT_SHARE of the time it has logged over since its steps last went
+    back (a resume from an earlier checkpoint under the same name: the rows before it are of another stretch),
+    evaluations and checkpoints in it included: from the first timed row of that part with an earlier step to its
+    last row. None when that part holds no earlier step (one long gap is no pace) or without two timed steps."""
     timed = _timed_rows(frame)
     if timed is None:
         return None
     at, rows = timed
-    last = rows[np.argmax(at[rows])]
-    since = at[last] - (at[last] - at[rows].min()) * RECENT_SHARE
     steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
-    earlier = rows[steps[rows] < steps[last]]
-    if not len(earlier):
-        return None
-    inside = earlier[at[earlier] >= since]
-    start = inside[np.argmin(at[inside])] if len(inside) else earlier[np.argmax(at[earlier])]
-    return _pace(frame, start, last)
+    rows = rows[np.argsort(at[rows], kind="stable")]  # in time order
+    back = np.flatnonzero(np.diff(steps[rows]) < 0)
+    if len(back):
+        rows = rows[back[-1] + 1:]
+    last = rows[-1]
+    since = at[last] - (at[last] - at[rows[0]]) * RECENT_SHARE
+    inside = rows[(at[rows] >= since) & (steps[rows] < steps[last])]
+    return _pace(frame, inside[0], last) if len(inside) else None
 
 
 def _timed_rows(frame: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
