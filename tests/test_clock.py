@@ -869,15 +869,42 @@ def test_a_step_of_several_untimed_runs_ends_when_the_one_with_the_most_steps_le
     assert (datetime.fromisoformat(r64["end"]) - now).total_seconds() == pytest.approx(9 * 3600 * 2991 / 3000, abs=1)
 
 
-def test_an_untimed_run_that_logged_all_its_steps_is_no_work_left(tmp_path):
+def test_an_untimed_run_at_the_last_of_its_steps_is_no_work_left(tmp_path):
     """With no time and no end logged (DVCLive writes none), a run at the last of its steps has none left: the step is
-    done, not running "0 steps left" at every build. Counter-example: one of its runs short of its steps keeps it
-    running (the test above)."""
-    logs = _untimed_runs(tmp_path, 19)
+    done, not running "0 steps left" at every build. DVCLive counts steps from 0: steps 0 to 19 are all 20. Counter-
+    example: a total of 21 leaves the step running."""
+    logs = _untimed_runs(tmp_path, 20)
     shutil.rmtree(logs / "lora-r64-1")
     clock = prepare(logs, logs / "with-steps.yaml").report["clock"]
     r64 = next(s for s in clock["steps"] if s["id"] == "train-r64")
     assert r64["state"] == "done" and r64["end"] is None
-    assert r64["basis"] == ("lora-r64-2 has logged steps 0 to 19 and no time: all 19 of its steps (the steps of train-r64 "
-                            "in the plan), with no end logged")
+    assert r64["basis"] == ("lora-r64-2 has logged steps 0 to 19 and no time: step 19 is the last of its 20 (the steps of "
+                            "train-r64 in the plan), with no end logged")
     assert clock["projected_end"] == next(s for s in clock["steps"] if s["id"] == "error-analysis")["end"]
+    plan = yaml.safe_load((logs / "with-steps.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")["steps"] = 21
+    (logs / "with-steps.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    r64 = next(s for s in prepare(logs, logs / "with-steps.yaml").report["clock"]["steps"] if s["id"] == "train-r64")
+    assert r64["state"] == "running" and "steps left of 21" in r64["basis"]
+
+
+@pytest.mark.parametrize("last, state", [(2999, "done"), (2997, "running")])
+def test_a_timed_run_at_the_last_of_its_steps_with_no_end_logged_is_no_work_left(tmp_path, last, state):
+    """lora-r16-2 logs step 2,999 of its 3,000 (counted from 0, its last) and no end: its step is done at that
+    record, not projected "0 steps left" from now at every build. Counter-example: at step 2,997 it is running."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    at = datetime.fromisoformat(json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["ts"]) + timedelta(minutes=10)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"ts": at.isoformat(timespec="milliseconds"), "type": "metric", "run": "lora-r16-2",
+                                 "step": last, "metrics": {"loss": 1.4}}) + "\n")
+    report = prepare(logs, logs / "plan.yaml").report
+    train = next(s for s in report["clock"]["steps"] if s["id"] == "train-r16")
+    assert train["state"] == state, train["basis"]
+    run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
+    assert run["status"] == "unknown" and run["at_work"] == (state == "running")  # at its last step: no work left
+    if state == "done":
+        assert train["basis"] == ("lora-r16-2 has logged step 2,999, the last of its 3,000 (its config's steps), with no end "
+                                  f"logged: its last record at {at.strftime('%Y-%m-%d %H:%M')}")
+        assert datetime.fromisoformat(train["end"]) == at.replace(microsecond=0)
+        assert train["evidence"] == [{"path": "runs/lora-r16-2/events.jsonl", "line": 16}]

@@ -27,6 +27,7 @@ from reportgen.analysis.schedule import (
     hours_between,
     lot_counted,
     runs_matching,
+    steps_of,
 )
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.variance import (
@@ -282,6 +283,15 @@ def still_going(run: Run, statuses: dict[str, RunStatus]) -> bool:
     return run.ended_at is None and status is not None and status.status == Status.UNKNOWN
 
 
+def at_work(run: Run, plan: Plan, statuses: dict[str, RunStatus]) -> bool:
+    """A run still going (still_going) that is not at the last of its steps: at work, as the clock takes it while a
+    lot is open (a run at its last step with no end logged is no work left)."""
+    if not still_going(run, statuses):
+        return False
+    total = total_steps(run, next((s for s in steps_of(plan, run.id) if s.steps), None))
+    return total is None or not at_last_step(run, total[0])
+
+
 def _going(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus]) -> bool:
     """A run of the step logged no end yet: the step goes on, whatever its step events said."""
     return any(still_going(run, statuses) for run in runs_matching(step.runs, campaign.runs))
@@ -291,12 +301,21 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
              paces: Callable[[str], WallPace | None], recent: Callable[[str], WallPace | None], now: datetime) -> StepForecast:
     """A step under way: each run still going ends when its steps left are done at its wall-clock pace (its
     own, the slower of its whole and recent paces, else that of another run of the step: the run it resumes,
-    say); without such a run, the step ends the plan's hours after it started, now at the earliest."""
+    say); without such a run, the step ends the plan's hours after it started, now at the earliest. A run at the
+    last of its steps (at_last_step) with no end logged has none left; when every run still going is, the step is
+    done, at their last records."""
     runs = runs_matching(step.runs, campaign.runs)
     going = [run for run in runs if still_going(run, statuses)]
     others = [(run.id, pace) for run in runs if (pace := paces(run.id)) is not None and pace.seconds_per_step]
-    ends, said, evidence, unknown = [], [], [], []
+    ends, said, evidence, unknown, finished = [], [], [], [], []
     for run in going:
+        total = total_steps(run, step)
+        if total is not None and at_last_step(run, total[0]) and run.last_seen_at is not None:
+            finished.append(run.last_seen_at)
+            said.append(f"{run.id} has logged step {run.last_step:,}, the last of its {total[0]:,} ({told(total[1])}), "
+                        f"with no end logged: its last record at {minute(run.last_seen_at, now.tzinfo)}")
+            evidence += [e for e in [campaign.last_timed_row(run.id)] if e is not None]
+            continue
         projected = _run_end(run, step, paces(run.id), recent(run.id), others, now)
         if isinstance(projected, str):
             unknown.append(projected)
@@ -307,6 +326,8 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
         evidence += cited
     if ends:  # a run whose end cannot be told is said beside those projected: the step may end later
         return StepForecast(step.id, RUNNING, max(ends), "; ".join(said + unknown), evidence)
+    if finished and not unknown:  # every run still going is at the last of its steps: no work left
+        return StepForecast(step.id, DONE, max(finished), "; ".join(said), evidence)
     planned = started + timedelta(hours=step.hours)
     if going:
         why = "; ".join(unknown)
@@ -324,8 +345,8 @@ def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStat
     """A step with no time logged whose runs still going have logged steps and no time (DVCLive without
     timestamps, Lightning's CSVLogger, say): it is under way, not to come. With no time there is no pace: each
     run's steps left take their share of the plan's hours (a total of steps known), else the plan's hours, from
-    now. A run that has logged all its steps has none left (no end logged: it is not taken as work left); when
-    every such run has, the step is done, with no time. None when no run of it has logged a step."""
+    now. A run at the last of its steps (at_last_step) has none left (no end logged: it is not taken as work left);
+    when every such run is, the step is done, with no time. None when no run of it has logged a step."""
     going = [run for run in runs_matching(step.runs, campaign.runs)
              if still_going(run, statuses) and run.last_step is not None and run.started_at is None]
     if not going:
@@ -339,8 +360,9 @@ def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStat
         if total is None:
             said.append(f"{logged}, so no pace, and no total of steps: the plan's {figure(step.hours)} h from now")
             longest, left = max(longest, step.hours), True
-        elif run.last_step >= total[0]:
-            said.append(f"{logged}: all {total[0]:,} of its steps ({told(total[1])}), with no end logged")
+        elif at_last_step(run, total[0]):
+            said.append(f"{logged}: step {run.last_step:,} is the last of its {total[0]:,} ({told(total[1])}), "
+                        "with no end logged")
         else:
             hours = step.hours * (total[0] - run.last_step) / total[0]
             said.append(f"{logged}, so no pace: its {total[0] - run.last_step:,} steps left of {total[0]:,} ({told(total[1])}) "
@@ -349,6 +371,13 @@ def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStat
     if not left:
         return StepForecast(step.id, DONE, None, "; ".join(said), evidence)
     return StepForecast(step.id, RUNNING, now + timedelta(hours=longest), "; ".join(said), evidence)
+
+
+def at_last_step(run: Run, total: int) -> bool:
+    """Whether a run has logged the last of its `total` steps: step total - 1 or later, since steps counted from 0
+    (DVCLive's, Keras's epochs, Lightning's rows) end at total - 1 and the Trainer's, counted from 1, at total. A
+    run counted from 1 is so taken one step early, when its end is due anyway."""
+    return run.last_step is not None and run.last_step >= total - 1
 
 
 def _last_step_row(frame: pd.DataFrame | None) -> Evidence | None:

@@ -25,7 +25,7 @@ from reportgen.analysis.checkpoints import (
     CheckpointsReport,
     Location,
 )
-from reportgen.analysis.clock import Clock, still_going
+from reportgen.analysis.clock import Clock, at_work
 from reportgen.analysis.deliverables import Costs, DeliverableResult
 from reportgen.analysis.estimates import Measurement
 from reportgen.analysis.options import LotFit
@@ -440,9 +440,9 @@ def _run_json(analysis: Analysis, run_id: str, tz: tzinfo, metrics: list[str]) -
         "variant": runs.variants.get(run_id),
         "status": status.status,
         "status_reason": status.reason,
-        # No end logged while the lot clock runs: at work, as the clock takes it (its status is decided from
-        # its logs once they record an end, or taken as unknown once the lot is over).
-        "at_work": analysis.clock is not None and analysis.clock.open and still_going(run, runs.statuses),
+        # No end logged while a lot is open, and not at the last of its steps: at work, as the clock takes it (its
+        # status is decided from its logs once they record an end, or taken as unknown once the lot is over).
+        "at_work": analysis.clock is not None and analysis.clock.open and at_work(run, analysis.plan, runs.statuses),
         "stopped_by": status.stopped_by,
         "first_step": run.first_step,
         "last_step": run.last_step,
