@@ -908,3 +908,17 @@ def test_a_timed_run_at_the_last_of_its_steps_with_no_end_logged_is_no_work_left
                                   f"logged: its last record at {at.strftime('%Y-%m-%d %H:%M')}")
         assert datetime.fromisoformat(train["end"]) == at.replace(microsecond=0)
         assert train["evidence"] == [{"path": "runs/lora-r16-2/events.jsonl", "line": 16}]
+
+
+def test_the_steps_left_of_a_run_resumed_under_its_own_name_count_from_the_step_it_is_at(tmp_path):
+    """lora-r16-2 reached step 1,330, then logs step 1,300 ten minutes later (resumed from an earlier checkpoint
+    under the same name): it is at step 1,300, with 1,700 steps left of 3,000, not 1,670 from its highest step.
+    Counter-example: without the restart, 1,670 (the first test of this file)."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    last = datetime.fromisoformat(json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["ts"])
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"ts": (last + timedelta(minutes=10)).isoformat(timespec="milliseconds"), "type": "metric",
+                                 "run": "lora-r16-2", "step": 1300, "metrics": {"loss": 1.45}}) + "\n")
+    train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
+    assert train["basis"].startswith("lora-r16-2: 1,700 steps left of 3,000 (its config's steps) at its "), train["basis"]

@@ -412,7 +412,10 @@ def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPac
         return f"{run.id} has too few timed steps for a pace, and no other run of the step has one"
     steps, source = total
     per_step = pace.seconds_per_step or 0.0
-    left = max(0, steps - run.last_step)
+    # Counted from the step it is at: its latest timed row's (after a resume under its own name from an earlier
+    # checkpoint, not its highest), else its highest.
+    at = own.last.step if own is not None else run.last_step
+    left = max(0, steps - at)
     end = now + timedelta(seconds=left * per_step)
     span = (f"steps {pace.first.step:,} to {pace.last.step:,}, the last {RECENT_SHARE:.0%} of its logged time; "
             f"{figure(own.seconds_per_step)} s a step over steps {own.first.step:,} to {own.last.step:,}" if slower else
