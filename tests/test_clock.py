@@ -922,3 +922,23 @@ def test_the_steps_left_of_a_run_resumed_under_its_own_name_count_from_the_step_
                                  "run": "lora-r16-2", "step": 1300, "metrics": {"loss": 1.45}}) + "\n")
     train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
     assert train["basis"].startswith("lora-r16-2: 1,700 steps left of 3,000 (its config's steps) at its "), train["basis"]
+
+
+def test_a_step_whose_run_is_dated_only_by_its_start_is_under_way(tmp_path):
+    """torchtune's DiskLogger dates its file by its name (log_<unix seconds>.txt) and none of its lines: a run of it
+    has a start and no time after it, so no span. Its step was "not started" while it logged (seen live); it is
+    under way since that start, its steps left at their share of the plan's hours. The real fixture's file,
+    renamed to start an hour before the cut."""
+    logs = live_logs(tmp_path)
+    (logs / "lora-r64-1").mkdir()
+    started = CUT - timedelta(hours=1)
+    shutil.copy(Path(__file__).parent / "fixtures" / "torchtune" / "clean" / "log_1796418366.txt",
+                logs / "lora-r64-1" / f"log_{int(started.timestamp())}.txt")
+    plan = yaml.safe_load((logs / "plan.yaml").read_text(encoding="utf-8"))
+    next(s for s in plan["schedule"]["steps"] if s["id"] == "train-r64")["steps"] = 3000
+    (logs / "with-steps.yaml").write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
+    r64 = next(s for s in prepare(logs, logs / "with-steps.yaml").report["clock"]["steps"] if s["id"] == "train-r64")
+    assert r64["state"] == "running" and datetime.fromisoformat(r64["start"]) == started
+    assert r64["basis"] == ("lora-r64-1 has logged steps 1 to 10 and no time since its start at 2026-11-03 09:00, so no "
+                            "pace: its 2,990 steps left of 3,000 (the steps of train-r64 in the plan) at the plan's 9 h for "
+                            "the whole step: 9.0 h")

@@ -342,20 +342,24 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
 
 def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus], frames: dict[str, pd.DataFrame],
              now: datetime) -> StepForecast | None:
-    """A step with no time logged whose runs still going have logged steps and no time (DVCLive without
-    timestamps, Lightning's CSVLogger, say): it is under way, not to come. With no time there is no pace: each
+    """A step with no time logged whose runs still going have logged steps and no time, or none after their start
+    (DVCLive without timestamps, Lightning's CSVLogger, torchtune's DiskLogger, say): it is under way, not to come. With no time there is no pace: each
     run's steps left take their share of the plan's hours (a total of steps known), else the plan's hours, from
     now. A run at the last of its steps (at_last_step) has none left (no end logged: it is not taken as work left);
     when every such run is, the step is done, with no time. None when no run of it has logged a step."""
+    # A run with no time, or with a start and no time after it (torchtune's file name dates its start, its lines
+    # keep none): it has no span, and no pace.
     going = [run for run in runs_matching(step.runs, campaign.runs)
-             if still_going(run, statuses) and run.last_step is not None and run.started_at is None]
+             if still_going(run, statuses) and run.last_step is not None
+             and (run.started_at is None or (run.ended_at or run.last_seen_at) is None)]
     if not going:
         return None
     said, longest, evidence, left = [], 0.0, [], False
     for run in going:
         total = total_steps(run, step)
-        logged = (f"{run.id} has logged steps {run.first_step:,} to {run.last_step:,} and no time"
-                  if run.first_step is not None else f"{run.id} has logged no time")
+        since = f" since its start at {minute(run.started_at, now.tzinfo)}" if run.started_at is not None else ""
+        logged = (f"{run.id} has logged steps {run.first_step:,} to {run.last_step:,} and no time{since}"
+                  if run.first_step is not None else f"{run.id} has logged no time{since}")
         evidence += [e for e in [_last_step_row(frames.get(run.id))] if e is not None]
         if total is None:
             said.append(f"{logged}, so no pace, and no total of steps: the plan's {figure(step.hours)} h from now")
@@ -368,9 +372,10 @@ def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStat
             said.append(f"{logged}, so no pace: its {total[0] - run.last_step:,} steps left of {total[0]:,} ({told(total[1])}) "
                         f"at the plan's {figure(step.hours)} h for the whole step: {duration(hours)}")
             longest, left = max(longest, hours), True
+    started = min((run.started_at for run in going if run.started_at is not None), default=None)
     if not left:
-        return StepForecast(step.id, DONE, None, "; ".join(said), evidence)
-    return StepForecast(step.id, RUNNING, now + timedelta(hours=longest), "; ".join(said), evidence)
+        return StepForecast(step.id, DONE, None, "; ".join(said), evidence, started)
+    return StepForecast(step.id, RUNNING, now + timedelta(hours=longest), "; ".join(said), evidence, started)
 
 
 def at_last_step(run: Run, total: int) -> bool:
