@@ -19,7 +19,7 @@ from functools import cache
 import pandas as pd
 
 from reportgen.analysis.options import lots_like
-from reportgen.analysis.runs import told, total_steps
+from reportgen.analysis.runs import plan_total_steps, told, total_steps
 from reportgen.analysis.schedule import (
     LotSpan,
     ScheduleReport,
@@ -27,7 +27,6 @@ from reportgen.analysis.schedule import (
     hours_between,
     lot_counted,
     runs_matching,
-    steps_of,
 )
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.variance import (
@@ -170,22 +169,17 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
             forecasts[step.id] = StepForecast(step.id, DROPPED, actual.end, f"variant {step.variant} was dropped")
             continue
         if actual.start is None:
-            untimed = _untimed(step, campaign, statuses, frames, now)
-            if untimed is None:
+            forecast = _untimed(step, campaign, statuses, frames, now)
+            if forecast is None:
                 pending.append(item)
                 continue
-            forecasts[step.id] = untimed
-            ends[step.id] = untimed.end or now
-            if step.resource in gpus:
-                free_at[step.resource] = max(free_at.get(step.resource, now), ends[step.id])
-            continue
-        if actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
+        elif actual.end is not None and not actual.open_ended and not _going(step, campaign, statuses):
             forecasts[step.id] = StepForecast(step.id, DONE, actual.end, f"ended as logged ({actual.basis})", actual.evidence,
                                               actual.start)
             ends[step.id] = actual.end
             continue
-        forecast = replace(_running(step, actual.start, campaign, statuses, paces, recent, now),
-                           start=actual.start)
+        else:
+            forecast = replace(_running(step, actual.start, campaign, statuses, paces, recent, now), start=actual.start)
         forecasts[step.id] = forecast
         ends[step.id] = forecast.end or now
         if step.resource in gpus:
@@ -288,7 +282,7 @@ def at_work(run: Run, plan: Plan, statuses: dict[str, RunStatus]) -> bool:
     lot is open (a run at its last step with no end logged is no work left)."""
     if not still_going(run, statuses):
         return False
-    total = total_steps(run, next((s for s in steps_of(plan, run.id) if s.steps), None))
+    total = plan_total_steps(run, plan)
     return total is None or not at_last_step(run, total[0])
 
 
@@ -343,10 +337,11 @@ def _running(step: ScheduleStep, started: datetime, campaign: Campaign, statuses
 def _untimed(step: ScheduleStep, campaign: Campaign, statuses: dict[str, RunStatus], frames: dict[str, pd.DataFrame],
              now: datetime) -> StepForecast | None:
     """A step with no time logged whose runs still going have logged steps and no time, or none after their start
-    (DVCLive without timestamps, Lightning's CSVLogger, torchtune's DiskLogger, say): it is under way, not to come. With no time there is no pace: each
-    run's steps left take their share of the plan's hours (a total of steps known), else the plan's hours, from
-    now. A run at the last of its steps (at_last_step) has none left (no end logged: it is not taken as work left);
-    when every such run is, the step is done, with no time. None when no run of it has logged a step."""
+    (DVCLive without timestamps, Lightning's CSVLogger, torchtune's DiskLogger, say): it is under way, not to
+    come. With no time there is no pace: each run's steps left take their share of the plan's hours (a total of
+    steps known), else the plan's hours, from now. A run at the last of its steps (at_last_step) has none left
+    (no end logged: it is not taken as work left); when every such run is, the step is done, with no time. None
+    when no run of it has logged a step."""
     # A run with no time, or with a start and no time after it (torchtune's file name dates its start, its lines
     # keep none): it has no span, and no pace.
     going = [run for run in runs_matching(step.runs, campaign.runs)
@@ -397,9 +392,9 @@ def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPac
              others: list[tuple[str, WallPace]], now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
     """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
     so; else why it cannot be told. Its own pace is the slower of its whole run's and its recent one's
-    (recent_pace, when slower by more than RECENT_MARGIN): a run that slowed down (a slower stage, a GPU shared or throttled) is projected at the pace it
-    goes now, not at an average its fast start holds down; one that sped up after a slow start keeps its whole
-    run's pace, the later end, until that pace catches up."""
+    (recent_pace, when slower by more than RECENT_MARGIN): a run that slowed down (a slower stage, a GPU shared
+    or throttled) is projected at the pace it goes now, not at an average its fast start holds down; one that
+    sped up after a slow start keeps its whole run's pace, the later end, until that pace catches up."""
     total = total_steps(run, step)
     if total is None or run.last_step is None:
         return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config, no steps for "

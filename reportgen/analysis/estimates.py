@@ -40,7 +40,7 @@ from reportgen.analysis.checkpoints import CheckpointsReport
 from reportgen.analysis.nonfinite import NonFinite
 from reportgen.analysis.options import LotAdvice, LotFit, lot_advice
 from reportgen.analysis.runmap import Mapper, one_by_one
-from reportgen.analysis.runs import RunsReport, chain, told, total_steps
+from reportgen.analysis.runs import RunsReport, chain, plan_total_steps, told
 from reportgen.analysis.schedule import (
     ScheduleReport,
     StepReport,
@@ -48,7 +48,6 @@ from reportgen.analysis.schedule import (
     planned_hours,
     planned_timeline,
     runs_matching,
-    steps_of,
 )
 from reportgen.analysis.stops import Ledger, Stop
 from reportgen.analysis.variance import (
@@ -530,7 +529,7 @@ class _Estimator:
         reached = [r for r in runs if r.last_step and self.runs.times[r.id].gpu_hours]
         if reached:
             run = max(reached, key=lambda r: (r.last_step or 0, r.id))
-            total = total_steps(run, next((s for s in steps_of(self.plan, run.id) if s.steps), None))
+            total = plan_total_steps(run, self.plan)
             begin = self.starts.get(run.id, 0)
             hours = self.runs.times[run.id].gpu_hours or 0.0
             done = (run.last_step or 0) - begin

@@ -6,7 +6,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from reportgen.analysis.nonfinite import NonFinite
-from reportgen.analysis.schedule import hours_between
+from reportgen.analysis.schedule import hours_between, steps_of
 from reportgen.analysis.status import RunStatus
 from reportgen.model import (
     Campaign,
@@ -295,6 +295,11 @@ def total_steps(run: Run, step: ScheduleStep | None = None) -> tuple[int, str] |
     if step is not None and step.steps:
         return step.steps, f"the steps of {step.id} in the plan"
     return None
+
+
+def plan_total_steps(run: Run, plan: Plan) -> tuple[int, str] | None:
+    """total_steps of a run, the plan's `steps` taken from the first of the run's steps (steps_of) that gives them."""
+    return total_steps(run, next((s for s in steps_of(plan, run.id) if s.steps), None))
 
 
 def told(source: str) -> str:
