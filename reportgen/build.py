@@ -92,7 +92,8 @@ def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
         text=built.plan.text,
         frozen_text=built.frozen.plan.text if built.frozen else None,
     )
-    sources = excerpts(logs, cited_lines(built.report), campaign=built.analysis.campaign, recall=recall)
+    sources = excerpts(logs, cited_lines(built.report), campaign=built.analysis.campaign, recall=recall,
+                       signatures=cache.signatures if isinstance(cache, ParseCache) else None)
     writer = SiteWriter(out)
     try:
         reference = built.frozen.plan if built.frozen else built.plan

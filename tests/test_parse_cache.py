@@ -232,6 +232,42 @@ def test_a_signature_tells_a_file_rewritten_to_the_same_size_apart(tmp_path):
     assert cache_module.signature(tmp_path / "gone.log", b"") is None
 
 
+def _counted_signatures(monkeypatch, later_ns: int) -> tuple[cache_module.Signatures, list[Path]]:
+    """Signatures whose looks come `later_ns` after the wall clock, and the files whose ends they read."""
+    taken, real = [], cache_module.signature
+    monkeypatch.setattr(cache_module, "signature", lambda path, head: taken.append(path) or real(path, head))
+    return cache_module.Signatures(clock=lambda: time.time_ns() + later_ns), taken
+
+
+def test_a_file_unchanged_since_a_look_a_tick_after_its_change_keeps_its_signature_unread(tmp_path, monkeypatch):
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 200_000)
+    signatures, taken = _counted_signatures(monkeypatch, 10 * 10**9)  # looked at 10 s after the file was written
+    first = signatures.of(path, b"")
+    assert signatures.of(path, b"") == first == cache_module.signature(path, b"") and taken == [path, path]
+    # Counter-example: rewritten in place to the same size, its modification time put back: its change time is not.
+    stat = path.stat()
+    path.write_bytes(b"x" * 199_999 + b"y")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert signatures.of(path, b"") != first and len(taken) == 3
+    # A file the last build did not ask of is forgotten: looked at anew when it is back.
+    signatures.begin()
+    signatures.begin()
+    signatures.of(path, b"")
+    assert len(taken) == 4
+
+
+def test_a_file_looked_at_within_a_tick_of_its_change_is_looked_at_again(tmp_path, monkeypatch):
+    """Counter-example: a file changed within the tick of the look could change again with the same times."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 1000)
+    signatures, taken = _counted_signatures(monkeypatch, 0)
+    signatures.of(path, b"")
+    signatures.of(path, b"")
+    assert taken == [path, path]
+    assert signatures.of(tmp_path / "gone.log", b"") is None
+
+
 @pytest.mark.parametrize("campaign", ["trainer-restart", "trainer-tb-only", "plain-prints"])
 def test_unchanged_tensorboard_files_and_console_logs_are_loaded_not_read(tmp_path, campaign):
     """Real TensorBoard event files and captured Trainer output (tests/fixtures/make_fixtures.py): a warm

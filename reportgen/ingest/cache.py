@@ -3,7 +3,8 @@ changed (the parse cache).
 
 A reader that reads its files one by one (`Scan.read_ahead`) keeps what it made of each file, keyed by
 the file's signature: its size, modification time, inode, and a digest of its first and last 64 KB.
-A file whose signature is unchanged is not read again: what was kept is loaded instead. A reader that
+A file whose signature is unchanged is not read again: what was kept is loaded instead. A long-lived process
+takes an unchanged file's signature once (`Signatures`: its status, change time included, tells it is unchanged). A reader that
 can read a log on from where it stopped (the native event log, a TensorBoard event file, W&B's transaction log,
 a console log, and
 the line logs read through common.read_lines: Lightning's metrics.csv, Keras's CSVLogger files, torchtune's,
@@ -29,6 +30,7 @@ import pickle
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,52 @@ def signature(path: Path, head: bytes) -> Signature | None:
     except OSError:
         return None
     return Signature(held.st_size, held.st_mtime_ns, held.st_ino, digest(first[:EDGE]), digest(last))
+
+
+# How long after a file last changed its times are trusted to tell a later change: the coarsest clock tick of a
+# file system that keeps them (FAT's 2 s), with room for the clocks of a network file system.
+TICK_NS = 3_000_000_000
+
+
+class Signatures:
+    """A long-lived process's signatures of the files it looked at, by path. A file whose status (device, inode,
+    size, modification and change times) is as it was at the last look, when that look came TICK_NS or more
+    after the file's last change, has the signature taken then: its ends are not read and hashed again (a
+    campaign's hundreds of unchanged logs, at every build). A file that changed within a tick of the look could
+    have changed again within the same tick, unseen by its times: its signature is taken anew, as it is for
+    any file whose status differs. The change time is the kernel's, set at every write and not settable by a
+    program: a file written to in place, its modification time put back, differs there."""
+
+    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock  # the wall clock, in ns since the epoch, as the files' times are
+        self._looked: dict[Path, tuple[tuple[int, ...], Signature]] = {}
+        self._asked: set[Path] = set()  # the files asked of since `begin`
+
+    def of(self, path: Path, head: bytes) -> Signature | None:
+        """signature(path, head), the last look's when the file's status says it is unchanged since."""
+        try:
+            held = os.stat(path)
+        except OSError:
+            return None
+        self._asked.add(path)
+        status = (held.st_dev, held.st_ino, held.st_size, held.st_mtime_ns, held.st_ctime_ns)
+        looked = self._looked.get(path)
+        if looked is not None and looked[0] == status:
+            return looked[1]
+        at = self._clock()
+        taken = signature(path, head)
+        if taken is None or taken.size != held.st_size or taken.mtime_ns != held.st_mtime_ns or taken.inode != held.st_ino:
+            self._looked.pop(path, None)  # changed while it was looked at
+        elif at - max(held.st_mtime_ns, held.st_ctime_ns) >= TICK_NS:
+            self._looked[path] = (status, taken)
+        else:
+            self._looked.pop(path, None)  # changed within a tick of the look: looked at again next time
+        return taken
+
+    def begin(self) -> None:
+        """A build begins: the files the last one did not ask of (gone from the logs, say) are forgotten."""
+        self._looked = {path: looked for path, looked in self._looked.items() if path in self._asked}
+        self._asked = set()
 
 
 @dataclass(frozen=True)
@@ -222,11 +270,13 @@ class ParseCache:
         self.known: dict[str, tuple[tuple[str, str, str], Entry]] = {}
         self.known_bytes = 0
         self.written: dict[str, float] = {}  # when each entry was last written (time.monotonic)
+        self.signatures = Signatures()  # the files' signatures, taken once while they do not change
 
     def begin(self) -> None:
         """A build begins: what it uses and reads is counted anew."""
         self.used = set()
         self.hits = self.reads = 0
+        self.signatures.begin()
 
     def _name(self, kind: str, rel: str, context: str) -> str:
         return hashlib.sha256(f"{kind}\0{rel}\0{context}".encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".entry"

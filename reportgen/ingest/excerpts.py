@@ -15,7 +15,7 @@ import pandas as pd
 
 from reportgen.boundary import open_file, refusal
 from reportgen.errors import during
-from reportgen.ingest.cache import signature
+from reportgen.ingest.cache import Signatures, signature
 from reportgen.model import Campaign, Excerpt, QuotedRecord
 from reportgen.recall import Recall, digest
 
@@ -23,16 +23,18 @@ MAX_EXCERPT_LINE = 400  # characters of a line kept for quoting; a longer line i
 
 
 def excerpts(logs: Path, cited: dict[str, set[int]], context: int = 2,
-             campaign: Campaign | None = None, recall: Recall | None = None) -> dict[str, list[Excerpt]]:
+             campaign: Campaign | None = None, recall: Recall | None = None,
+             signatures: Signatures | None = None) -> dict[str, list[Excerpt]]:
     """The cited lines of each file with `context` lines around them; for a binary file, the cited
     records as `campaign` holds them. With `recall` (held by the watcher), a text file's quotes are those of
     the last build when the file's signature (ingest/cache.py) and its cited lines are the same: a long log
-    is not read again to its end at every build for the lines it cites."""
+    is not read again to its end at every build for the lines it cites. `signatures`: the parse cache's, held
+    with it, which take an unchanged file's signature once."""
     out: dict[str, list[Excerpt]] = {}
     root = logs.resolve()
     for rel, lines in sorted(cited.items()):
         with during(f"quoting {rel}"):
-            _quote(logs, root, rel, lines, context, campaign, out, recall)
+            _quote(logs, root, rel, lines, context, campaign, out, recall, signatures)
     return out
 
 
@@ -67,7 +69,7 @@ def _records(rel: str, wanted: list[int], campaign: Campaign) -> list[Excerpt]:
 
 
 def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, campaign: Campaign | None,
-           out: dict[str, list[Excerpt]], recall: Recall | None) -> None:
+           out: dict[str, list[Excerpt]], recall: Recall | None, signatures: Signatures | None) -> None:
     """The cited lines of one file, with `context` lines around them, into out[rel]."""
     wanted = sorted(n for n in lines if n and n > 0)
     path = logs / rel
@@ -79,7 +81,7 @@ def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, camp
         if campaign is not None:
             out[rel] = _records(rel, wanted, campaign)
         return
-    now = signature(path, b"") if recall is not None else None
+    now = None if recall is None else signatures.of(path, b"") if signatures is not None else signature(path, b"")
     if now is None:
         out[rel] = _quoted(path, wanted, context)
         return

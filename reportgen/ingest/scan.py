@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from reportgen.ingest.cache import Entry, ParseCache, Signature, pickled, signature
+from reportgen.ingest.cache import Entry, ParseCache, Signature, pickled
 from reportgen.ingest.common import Reading
 from reportgen.lfs import LFS_FORMAT, lfs_pointer
 from reportgen.model import (
@@ -226,7 +226,7 @@ class Scan:
         todo: list[tuple[str, Signature | tuple, Any]] = []  # (file, its signature now, the state its reader reads on from)
         uncached = []  # read as without the cache: folders of a reader that names no members, files gone
         for rel in rels:
-            now = self._signature(rel, kept)
+            now = self._signature(rel, kept, cache)
             if now is None:
                 uncached.append(rel)
                 continue
@@ -276,14 +276,14 @@ class Scan:
         results.update(self._read_now(uncached, read) if uncached else {})
         return {rel: results[rel] for rel in rels if rel in results}
 
-    def _signature(self, rel: str, kept: Kept) -> Signature | tuple | None:
+    def _signature(self, rel: str, kept: Kept, cache: ParseCache) -> Signature | tuple | None:
         """The signatures of the files `kept.members` names, else the file's own (None: it is not kept, a file of
         it gone, or a folder of a reader that names no members)."""
         if kept.members is None:
-            return signature(*self.found[rel]) if rel in self.found else None
+            return cache.signatures.of(*self.found[rel]) if rel in self.found else None
         parts = []
         for member in kept.members(rel):
-            now = signature(*self.found[member]) if member in self.found else None
+            now = cache.signatures.of(*self.found[member]) if member in self.found else None
             if now is None:
                 return None
             parts.append((member, now))
