@@ -6,6 +6,7 @@ and is thrown away when it does not match."""
 from __future__ import annotations
 
 import codecs
+import pickle
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
@@ -709,3 +711,32 @@ def test_a_watchers_cache_keeps_in_memory_no_more_entries_than_its_budget(tmp_pa
         entry.unlink()
     ingest(logs, cache=watching)
     assert (watching.hits, watching.reads) == (1, 1)
+
+
+@pytest.mark.skipif(not cache_module.SHARED_FRAMES, reason="frames are shared under pandas' copy-on-write (pandas 3)")
+def test_a_reading_held_in_memory_shares_its_frames_and_a_build_that_changes_them_changes_its_own():
+    frame = pd.DataFrame({"run": ["a", "a"], "step": [1, 2], "loss": [0.5, 0.25]})
+    value, _state = cache_module.pickled({"frames": [frame], "notes": ["read whole"]})
+    entry = cache_module.Entry(None, value, None, shared=True)
+    first = entry.loaded()
+    held = entry._apart[1][0]
+    # A build changes what it was given: a value set, a column replaced, a list grown.
+    first["frames"][0].loc[0, "loss"] = 9.0
+    first["frames"][0]["run"] = "b"
+    first["notes"].append("changed")
+    again = entry.loaded()
+    assert again == {"frames": [again["frames"][0]], "notes": ["read whole"]}
+    pd.testing.assert_frame_equal(again["frames"][0], frame)
+    assert again["frames"][0] is not first["frames"][0] and again["frames"][0] is not held
+    # The frame's data is the kept one's until it is written to (copy-on-write), not a copy made at each load.
+    assert np.shares_memory(again["frames"][0]["step"].to_numpy(), held["step"].to_numpy())
+    # What is written to the disk is the entry's pickle alone, loaded as an entry not held in memory.
+    back = pickle.loads(pickle.dumps(entry))
+    assert back == entry and not back.shared and back._apart is None
+
+
+def test_an_entry_not_held_in_memory_is_loaded_whole_at_each_use():
+    """Counter-example: an entry read from the disk and not held (a build's own, or beyond KNOWN_BYTES) keeps nothing."""
+    value, _state = cache_module.pickled([pd.DataFrame({"step": [1]})])
+    entry = cache_module.Entry(None, value, None)
+    assert entry.loaded()[0] is not entry.loaded()[0] and entry._apart is None

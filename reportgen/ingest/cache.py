@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import math
 import os
 import pickle
@@ -31,7 +32,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,17 +206,68 @@ def read_to_lines(path: Path, data: bytes) -> ReadTo:
     return ReadTo.of(path, body, data[:EDGE], data[max(0, body - EDGE):body])
 
 
+# pandas 3 copies a frame's data when it is written to, whatever else shares it (copy-on-write): a kept reading's
+# frames can be shared by the builds that load it, each given frames of its own over the same data.
+SHARED_FRAMES = int(pd.__version__.split(".")[0]) >= 3
+
+
+class _FramesApart(pickle.Pickler):
+    """Pickles a value with its frames left out, each by its place in `frames`."""
+
+    def __init__(self, file: io.BytesIO, frames: list[pd.DataFrame]):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.frames = frames
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if type(obj) is pd.DataFrame:
+            self.frames.append(obj)
+            return len(self.frames) - 1
+        return None
+
+
+class _FramesShared(pickle.Unpickler):
+    """Loads what _FramesApart pickled, each frame a new frame over the kept one's data (copy-on-write)."""
+
+    def __init__(self, file: io.BytesIO, frames: list[pd.DataFrame]):
+        super().__init__(file)
+        self.frames = frames
+
+    def persistent_load(self, pid: Any) -> pd.DataFrame:
+        return self.frames[pid].copy(deep=False)
+
+
 @dataclass
 class Entry:
     """What was kept of one file: its signature then, what its reader made of it, and the state its reader
-    reads on from (both pickled, loaded only when used, so each use gets objects of its own)."""
+    reads on from (both pickled, loaded only when used, so each use gets objects of its own).
+
+    An entry a long-lived process holds in memory (`shared`) keeps its value loaded once, its frames apart: each
+    use then loads the rest and gets frames of its own over the kept frames' data, which pandas copies before any
+    change (SHARED_FRAMES). The frames are most of a reading; loading them anew at every build was most of
+    what an unchanged log cost."""
 
     signature: Signature | tuple  # a folder's: each of its files with its signature
     value: bytes
     state: bytes | None
+    shared: bool = field(default=False, compare=False, repr=False)
+    _apart: tuple[bytes, list[pd.DataFrame]] | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict:
+        return {"signature": self.signature, "value": self.value, "state": self.state}  # what is written to the disk
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, shared=False, _apart=None)
 
     def loaded(self) -> Any:
-        return pickle.loads(self.value)
+        if not (self.shared and SHARED_FRAMES):
+            return pickle.loads(self.value)
+        if self._apart is None:
+            frames: list[pd.DataFrame] = []
+            rest = io.BytesIO()
+            _FramesApart(rest, frames).dump(pickle.loads(self.value))
+            self._apart = (rest.getvalue(), frames)
+        rest, frames = self._apart
+        return _FramesShared(io.BytesIO(rest), frames).load()
 
     def loaded_state(self) -> Any:
         return None if self.state is None else pickle.loads(self.state)
@@ -238,7 +290,8 @@ def fingerprint() -> str:
     return total.hexdigest()[:16]
 
 
-# What a long-lived process keeps in memory of its last build's entries (ParseCache.known), in bytes.
+# What a long-lived process keeps in memory of its last build's entries (ParseCache.known), in bytes of their
+# pickles (their frames, loaded once and shared, take about as much again).
 KNOWN_BYTES = 256 << 20
 
 
@@ -304,10 +357,13 @@ class ParseCache:
     def _know(self, name: str, key: tuple[str, str, str], entry: Entry | None) -> None:
         """Keep an entry in memory (a long-lived process's), within KNOWN_BYTES; None: let it go."""
         if name in self.known:
-            self.known_bytes -= _size(self.known.pop(name)[1])
+            gone = self.known.pop(name)[1]
+            self.known_bytes -= _size(gone)
+            gone.shared, gone._apart = False, None
         if entry is not None and self.write_every and self.known_bytes + _size(entry) <= KNOWN_BYTES:
             self.known[name] = (key, entry)
             self.known_bytes += _size(entry)
+            entry.shared = True
 
     def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
         """Keep an entry: written now, or held until `write_every` has passed since it was last written."""
