@@ -16,6 +16,7 @@ from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from reportgen.recall import frame_digests
 
@@ -57,8 +58,13 @@ def same_path(a: str, b: str) -> bool:
 
 def metric_values(column: pd.Series, missing: float = float("nan")) -> tuple[np.ndarray, np.ndarray]:
     """A metrics-frame column as (logged mask, float values): NaN logged stays NaN, `missing` fills rows not logged."""
+    if column.dtype == FLOAT_COLUMN:  # the readers' own column type, read straight from its array
+        return ~column.array.isna(), column.to_numpy(dtype="float64", na_value=missing)
     logged = column.notna().to_numpy()
-    return logged, column.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=missing)
+    return logged, column.astype(FLOAT_COLUMN).to_numpy(dtype="float64", na_value=missing)
+
+
+FLOAT_COLUMN = pd.ArrowDtype(pa.float64())  # a metric column as the readers make it ("float64[pyarrow]")
 
 
 class _OfRun(Protocol):

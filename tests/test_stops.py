@@ -9,6 +9,9 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -437,3 +440,17 @@ def test_two_files_with_other_non_finite_spans_keep_a_window_each(tmp_path):
     _events(tmp_path / "b" / "events.jsonl", "r1", {30, 40, 50})
     windows = non_finite(ingest(tmp_path))["r1"]
     assert sorted((w.step, w.last_step, w.count) for w in windows) == [(30, 40, 2), (30, 50, 3)]
+
+
+
+def test_a_metric_column_reads_the_same_from_the_readers_float_array_as_from_any_other_type():
+    """A NaN logged stays NaN and logged; a row not logged is `missing` and not logged."""
+    from reportgen.model import FLOAT_COLUMN, metric_values
+
+    arrow = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([1.5, None, float("nan")])))
+    assert arrow.dtype == FLOAT_COLUMN  # read straight from its array
+    logged, values = metric_values(arrow, missing=-1.0)
+    assert logged.tolist() == [True, False, True] and values[:2].tolist() == [1.5, -1.0] and np.isnan(values[2])
+    # Another type (the general path) reads alike.
+    other_logged, other_values = metric_values(pd.Series([1.5, None, 2.5], dtype="Float64"), missing=-1.0)
+    assert other_logged.tolist() == [True, False, True] and other_values.tolist() == [1.5, -1.0, 2.5]
