@@ -6,9 +6,9 @@ and is thrown away when it does not match."""
 from __future__ import annotations
 
 import codecs
-import pickle
 import json
 import os
+import pickle
 import shutil
 import time
 from datetime import UTC, datetime
