@@ -11,7 +11,7 @@ from pathlib import Path
 from reportgen.analysis import Analysis, analyse
 from reportgen.analysis.clock import WALL_CLOCK
 from reportgen.errors import during
-from reportgen.ingest import Progress, check_logs, excerpts, ingest
+from reportgen.ingest import Progress, WriteTimes, check_logs, excerpts, ingest
 from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.parallel import ordered_map
 from reportgen.plan.freeze import Freeze, read_freeze
@@ -41,21 +41,23 @@ def build_time() -> datetime | None:
 
 
 def prepare(logs: Path, plan_path: Path, progress: Progress | None = None, jobs: int = 1,
-            now: datetime | None = None, cache: bool | ParseCache = False, recall: Recall | None = None) -> Built:
+            now: datetime | None = None, cache: bool | ParseCache = False, recall: Recall | None = None,
+            writes: WriteTimes | None = None) -> Built:
     """Everything but the writing: shared by `build` and `note`. The lot clock's now is `now` (`watch`: the
     wall clock), else SOURCE_DATE_EPOCH, else the newest time in the logs. With `cache`, what is read of
     each log is kept in the user's cache folder, and the logs unchanged since the last build are not read
     again (ingest/cache.py); the watcher gives the ParseCache it holds. With `recall` (held by the watcher), what the last build worked out from inputs that
-    did not change is taken again (recall.py)."""
+    did not change is taken again (recall.py). `writes` (held by the watcher): the logs' modification times seen
+    from build to build (ingest.WriteTimes), which time the runs whose records keep no time."""
     try:
-        return _prepare(logs, plan_path, progress, jobs, now, cache, recall)
+        return _prepare(logs, plan_path, progress, jobs, now, cache, recall, writes)
     finally:
         if recall is not None:
             recall.settle()
 
 
 def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, now: datetime | None,
-             cache: bool | ParseCache, recall: Recall | None) -> Built:
+             cache: bool | ParseCache, recall: Recall | None, writes: WriteTimes | None) -> Built:
     with during(f"reading the plan {plan_path}"):
         current = load_plan(plan_path, recall)
     check_logs(logs)
@@ -63,7 +65,8 @@ def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, 
         frozen = read_freeze(logs)
     reference = frozen.plan if frozen else current
     parse_cache = cache if isinstance(cache, ParseCache) else open_cache(logs) if cache else None
-    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=parse_cache, live=now, recall=recall)
+    campaign = ingest(logs, exclude={plan_path}, progress=progress, jobs=jobs, cache=parse_cache, live=now, recall=recall,
+                      writes=writes)
     if progress:
         progress("checking", "deliverables", 0, 1)
     checks = check_deliverables(reference.plan, logs, campaign)
@@ -81,12 +84,13 @@ def _prepare(logs: Path, plan_path: Path, progress: Progress | None, jobs: int, 
 
 def build(logs: Path, plan_path: Path, out: Path, templates: Path | None = None,
           progress: Progress | None = None, single_file: bool = False, jobs: int = 1, now: datetime | None = None,
-          cache: bool | ParseCache = False, memo: PageMemo | None = None, recall: Recall | None = None) -> Built:
+          cache: bool | ParseCache = False, memo: PageMemo | None = None, recall: Recall | None = None,
+          writes: WriteTimes | None = None) -> Built:
     """Build the site into `out`, the reading, the charts and the pages shared among up to `jobs` worker
     processes; on any failure the previous site stays as it was. `cache`: see prepare; `memo`: the pages of
-    the last build, kept by the watcher (render/memo.py); `recall`: see prepare."""
+    the last build, kept by the watcher (render/memo.py); `recall`, `writes`: see prepare."""
     check_output(out, logs, plan_path)
-    built = prepare(logs, plan_path, progress, jobs, now, cache, recall)
+    built = prepare(logs, plan_path, progress, jobs, now, cache, recall, writes)
     source = PlanSource(
         name=built.plan.path.name,
         text=built.plan.text,

@@ -570,6 +570,8 @@ class Campaign:
     unlinked: list[UnlinkedSource] = field(default_factory=list)
     # Per file, the metrics read under another name than the file spells them (loss -> train/loss).
     spellings: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Per file, in a build of `watch`: the modification times the watcher saw it take, oldest first (WriteTimes).
+    writes: dict[str, tuple[datetime, ...]] = field(default_factory=dict)
 
     def training_runs(self) -> list[Run]:
         return [run for run in self.runs.values() if run.kind == RunKind.TRAINING]

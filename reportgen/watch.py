@@ -25,6 +25,7 @@ import watchfiles
 
 from reportgen.build import Built, build
 from reportgen.errors import ReportgenError
+from reportgen.ingest import WriteTimes
 from reportgen.ingest.cache import ParseCache, open_cache
 from reportgen.recall import Recall
 from reportgen.render import charts
@@ -95,6 +96,7 @@ class Watch:
     parse_cache: ParseCache | None = None  # that cache, held from build to build (opened at the first)
     memo: PageMemo = field(default_factory=PageMemo)  # the pages of the last build (render/memo.py)
     recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
+    writes: WriteTimes = field(default_factory=WriteTimes)  # the logs' modification times seen from build to build
     warmed: bool = False  # the charts drawn once here, so that the page workers forked at each build need not import plotly's parts
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
     tick: float = TICK  # seconds without a change after which a build that moves with the clock is made again
@@ -228,7 +230,8 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str, q
         watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
-                      jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall)
+                      jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall,
+                      writes=watch.writes)
     except ReportgenError as exc:
         again = quiet and builds.state()["failure"] == exc.format_message()
         builds.failed(exc.format_message())

@@ -5,6 +5,7 @@ plan's hours), the overrun past the lot's end and the R8 options; gone when the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 from reportgen.analysis.variance import recent_pace
 from reportgen.build import prepare
 from reportgen.cli import cli
-from reportgen.ingest import WRITING_SECONDS, ingest
+from reportgen.ingest import WRITING_SECONDS, WriteTimes, ingest
 from reportgen.model import MAX_PROBLEMS_PER_FILE
 
 CUT = datetime.fromisoformat("2026-11-03T10:00:00+09:00")  # during train-r16: lora-r16-2 resumed, at step 1,330
@@ -903,6 +904,9 @@ def test_a_timed_run_at_the_last_of_its_steps_with_no_end_logged_is_no_work_left
     assert train["state"] == state, train["basis"]
     run = next(r for r in report["runs"] if r["id"] == "lora-r16-2")
     assert run["status"] == "unknown" and run["at_work"] == (state == "running")  # at its last step: no work left
+    later = prepare(logs, logs / "plan.yaml", now=at + timedelta(hours=2)).report  # nothing logged for two hours
+    hung = [a for a in later["alerts"] if a["code"] == "silent" and a["key"].startswith("silent:lora-r16-2:")]
+    assert len(hung) == (state == "running")  # at its last step, its silence is no hung job
     if state == "done":
         assert train["basis"] == ("lora-r16-2 has logged step 2,999, the last of its 3,000 (its config's steps), with no end "
                                   f"logged: its last record at {at.strftime('%Y-%m-%d %H:%M')}")
@@ -942,3 +946,81 @@ def test_a_step_whose_run_is_dated_only_by_its_start_is_under_way(tmp_path):
     assert r64["basis"] == ("lora-r64-1 has logged steps 1 to 10 and no time since its start at 2026-11-03 09:00, so no "
                             "pace: its 2,990 steps left of 3,000 (the steps of train-r64 in the plan) at the plan's 9 h for "
                             "the whole step: 9.0 h")
+
+
+def _seen_untimed(tmp_path: Path, total: int = 3000):
+    """lora-r64-2 written by DVCLive with no time (the real fixture), its logs seen by a watcher: the files' times put
+    at 10:00:00, 10:00:20 and 10:00:40 (each a build's look), and a function of the alerts of a build at a later now."""
+    logs = _untimed_runs(tmp_path, total)
+    shutil.rmtree(logs / "lora-r64-1")
+    metrics = sorted((logs / "lora-r64-2").rglob("*.tsv"))
+    writes = WriteTimes()
+
+    def look(at: datetime, moved: bool = True) -> list[dict]:
+        if moved:
+            for tsv in metrics:
+                os.utime(tsv, (at.timestamp(), at.timestamp()))
+        report = prepare(logs, logs / "with-steps.yaml", now=at + timedelta(seconds=1), writes=writes).report
+        return [a for a in report["alerts"] if a["code"] == "silent" and "lora-r64-2" in a["key"]]
+
+    return look, metrics
+
+
+def test_a_run_whose_records_keep_no_time_is_silent_when_its_logs_stop_changing_as_the_watcher_saw_them(tmp_path):
+    """lora-r64-2's rows keep no time, so its last row says nothing of when it was written; the watcher saw its logs
+    change every 20 s. Four minutes without a change is within the 5-minute floor; six minutes is an alert, citing
+    the log that changed last, under a key that holds until the run writes again."""
+    look, metrics = _seen_untimed(tmp_path)
+    start = datetime.fromisoformat("2026-11-03T10:00:00+09:00")
+    for n in range(3):
+        assert look(start + timedelta(seconds=20 * n)) == []
+    last = start + timedelta(seconds=40)
+    assert look(last + timedelta(minutes=4), moved=False) == []
+    [alert] = look(last + timedelta(minutes=6), moved=False)
+    # Its logs all change together: the message names the first by path, the evidence the last changed (by path).
+    often, latest = (m.relative_to(tmp_path / "logs").as_posix() for m in (metrics[0], metrics[-1]))
+    assert alert["message"] == (f"lora-r64-2 has written nothing for 6.0 min (its records keep no time; {often} changed "
+                                "every 20 s as the watcher saw it), with no end: is it hung?")
+    assert alert["evidence"] == [{"path": latest, "line": None}]
+    assert [a["key"] for a in look(last + timedelta(minutes=7), moved=False)] == [alert["key"]]
+
+
+def test_an_untimed_run_is_not_judged_silent_before_the_watcher_saw_its_logs_change(tmp_path):
+    """Counter-examples: the first time seen of a log is when it was last written before the watcher looked, not
+    how often it is: an hour later, no alert. Nor without a watcher (a build sees each log once)."""
+    look, _metrics = _seen_untimed(tmp_path)
+    start = datetime.fromisoformat("2026-11-03T10:00:00+09:00")
+    assert look(start) == []
+    assert look(start + timedelta(hours=1), moved=False) == []
+    logs = tmp_path / "logs"
+    report = prepare(logs, logs / "with-steps.yaml", now=start + timedelta(hours=1)).report
+    assert [a for a in report["alerts"] if a["code"] == "silent" and "lora-r64-2" in a["key"]] == []
+
+
+def test_an_untimed_run_at_the_last_of_its_steps_is_not_silent(tmp_path):
+    """Counter-example: lora-r64-2 at step 19 of 20 has no work left (DVCLive logs no end): its logs no longer changing
+    is no hung job."""
+    look, _metrics = _seen_untimed(tmp_path, total=20)
+    start = datetime.fromisoformat("2026-11-03T10:00:00+09:00")
+    for n in range(3):
+        look(start + timedelta(seconds=20 * n))
+    assert look(start + timedelta(minutes=30), moved=False) == []
+
+
+def test_the_watcher_keeps_each_logs_modification_times_as_it_saw_them_change(tmp_path):
+    """A time is added when the log changed since the last look, and only then; a log put back in time (another file
+    at its path) starts anew; a log gone is forgotten; the last WriteTimes.KEEP are kept."""
+    log = tmp_path / "a.log"
+    log.write_text("x\n", encoding="utf-8")
+    found, writes = {"a.log": (log, b"")}, WriteTimes()
+
+    def seen_at(*seconds: int) -> list[int]:
+        for second in seconds:
+            os.utime(log, (second, second))
+            times = writes.look(found)["a.log"]
+        return [int(t.timestamp()) for t in times]
+
+    assert seen_at(1000, 1000, 1020) == [1000, 1020]
+    assert seen_at(500) == [500]
+    assert writes.look({}) == {} and seen_at(700) == [700]
+    assert seen_at(*range(701, 800)) == list(range(800 - WriteTimes.KEEP, 800))

@@ -261,7 +261,7 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
         next=upcoming,
         clock=clock,
         on_machine=left_there,
-        alerts=alerts(clock, campaign, statuses, ledger, left_there),
+        alerts=alerts(clock, plan, campaign, statuses, ledger, left_there),
         plan_findings=findings,
         problems=problems,
         warnings=[*plan_mismatches(plan, campaign, run_variants, dropped, frozen_at, schedule.window),

@@ -14,15 +14,16 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.checkpoints import LEFT_ON_MACHINE, CheckpointsReport
-from reportgen.analysis.clock import Clock, minute, still_going
+from reportgen.analysis.clock import Clock, at_work, minute
 from reportgen.analysis.deliverables import DeliverableResult
 from reportgen.analysis.schedule import hours_between
 from reportgen.analysis.status import RunStatus
 from reportgen.analysis.stops import Ledger
 from reportgen.model import Campaign, Evidence
 from reportgen.numbers import duration, figure, median
+from reportgen.plan.schema import Plan
 
-# A run still going that has logged nothing for this many of its usual intervals between rows (and at least
+# A run at work that has logged nothing for this many of its usual intervals between rows (and at least
 # SILENT_AT_LEAST) may be hung. Its usual interval is the median of its last SILENT_RECENT intervals: a run
 # that went on to log more rarely (a long evaluation phase, a slower stage) is judged by how it logs now.
 SILENT_FACTOR = 10
@@ -40,7 +41,7 @@ class Alert:
     evidence: list[Evidence] = field(default_factory=list)
 
 
-def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatus], stops: Ledger,
+def alerts(clock: Clock | None, plan: Plan, campaign: Campaign, statuses: dict[str, RunStatus], stops: Ledger,
            left_there: OnMachine) -> list[Alert]:
     """Every alert at the clock's now while the lot is open: the stops, the overrun and the silent runs while
     work is left; what is still on the machine whether or not (it matters most at the end). None once the lot
@@ -59,7 +60,7 @@ def alerts(clock: Clock | None, campaign: Campaign, statuses: dict[str, RunStatu
                          f"{duration(clock.overrun_hours)} past {'the' if len(clock.lots) == 1 else 'its'} lot's end "
                          f"({minute(deadline, clock.now.tzinfo)})"))
     out += _transfers(clock, left_there)
-    out += _silent(clock.now, campaign, statuses) if working else []
+    out += _silent(clock.now, plan, campaign, statuses) if working else []
     return out
 
 
@@ -133,19 +134,21 @@ def _transfers(clock: Clock, left_there: OnMachine) -> list[Alert]:
     return out
 
 
-def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:
-    """Runs still going (no end logged, status unknown) silent for SILENT_FACTOR of their usual intervals (the
-    median of their last SILENT_RECENT)."""
+def _silent(now: datetime, plan: Plan, campaign: Campaign, statuses: dict[str, RunStatus]) -> list[Alert]:
+    """Runs at work (no end logged, not at the last of their steps: clock.at_work) silent for SILENT_FACTOR of
+    their usual intervals (the median of their last SILENT_RECENT): between their timed rows, else, for a run whose
+    rows keep no time, between the changes the watcher saw of its logs (_unwritten)."""
     frames = campaign.frames_by_run()
     out = []
     for run in campaign.runs.values():
-        if run.last_seen_at is None or not still_going(run, statuses):
-            continue
         frame = frames.get(run.id)
-        if frame is None:
+        if frame is None or not at_work(run, plan, statuses):
             continue
         at = np.sort(frame["ts"].dropna().to_numpy(dtype="datetime64[ns]"))
         if not len(at):
+            out += _unwritten(now, run.id, frame, campaign.writes)
+            continue
+        if run.last_seen_at is None:
             continue
         gaps = np.diff(at)
         gaps = gaps[gaps > np.timedelta64(0, "ns")][-SILENT_RECENT:]
@@ -159,3 +162,25 @@ def _silent(now: datetime, campaign: Campaign, statuses: dict[str, RunStatus]) -
                              + "), with no end: is it hung?", [campaign.last_timed_row(run.id)]))
     return out
 
+
+def _unwritten(now: datetime, run_id: str, frame: pd.DataFrame, writes: dict[str, tuple[datetime, ...]]) -> list[Alert]:
+    """A run whose rows keep no time (Lightning's and Keras's CSV logs, DVCLive's default, torchtune's), timed by
+    the modification times the watcher saw its logs take (Campaign.writes): silent when none of them changed for
+    SILENT_FACTOR of the usual interval between the changes seen of its most often written log (the median of its
+    last SILENT_RECENT), and at least SILENT_AT_LEAST. Not judged before a change of one of them was seen: the
+    first time seen of a log is when it was last written before the watcher looked, not how often it is (nor in
+    a build without a watcher, which sees each log once)."""
+    seen = {path: times for path in sorted(set(frame["path"].astype(str))) if len(times := writes.get(path, ())) > 0}
+    usual = [(median([(b - a).total_seconds() for a, b in zip(times, times[1:])][-SILENT_RECENT:]), path)
+             for path, times in seen.items() if len(times) > 1]
+    if not usual:
+        return []
+    every, often = min(usual)
+    last, latest = max((times[-1], path) for path, times in seen.items())
+    quiet = now - last
+    if quiet <= max(SILENT_FACTOR * timedelta(seconds=every), SILENT_AT_LEAST):
+        return []
+    return [Alert("silent", f"silent:{run_id}:{last.isoformat()}",
+                  f"{run_id} has written nothing for {duration(quiet.total_seconds() / 3600)} (its records keep no time; "
+                  f"{often} changed every {figure(every)} s as the watcher saw it), with no end: is it hung?",
+                  [Evidence(latest, None)])]

@@ -116,14 +116,47 @@ def check_logs(logs: Path) -> None:
         raise InputError(f"{logs}: cannot be read: {exc.strerror or exc}") from None
 
 
+class WriteTimes:
+    """The modification times a long-lived process (`watch`) saw each log take, one a build at most: how often a
+    log is written, where its records keep no time (Lightning's and Keras's CSV logs, DVCLive's default,
+    torchtune's), as the watcher saw it. A log is seen at every build, and a build is made at every change and
+    once a minute during the lot, so a log written more often than the watcher looks is seen at the watcher's
+    pace: its times tell how often it was seen changing, never more often than it was written."""
+
+    KEEP = 51  # times kept of each log: its last 50 intervals
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[datetime]] = {}
+
+    def look(self, found: dict[str, tuple[Path, bytes]]) -> dict[str, tuple[datetime, ...]]:
+        """Each file's modification time now, added to those seen of it; the times seen of each file found (the
+        others are forgotten: a log gone, or rotated and back, starts anew)."""
+        seen: dict[str, list[datetime]] = {}
+        for rel, (path, _head) in found.items():
+            times = self._seen.get(rel, [])
+            try:
+                changed = datetime.fromtimestamp(os.stat(path).st_mtime_ns / 1e9, UTC)
+            except OSError:
+                continue
+            if not times or changed > times[-1]:
+                times = [*times[-(self.KEEP - 1):], changed]
+            elif changed < times[-1]:  # put back in time: another file at the path
+                times = [changed]
+            seen[rel] = times
+        self._seen = seen
+        return {rel: tuple(times) for rel, times in seen.items()}
+
+
 def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | None = None, jobs: int = 1,
-           cache: ParseCache | None = None, live: datetime | None = None, recall: Recall | None = None) -> Campaign:
+           cache: ParseCache | None = None, live: datetime | None = None, recall: Recall | None = None,
+           writes: WriteTimes | None = None) -> Campaign:
     """Read every file under LOGS into the campaign model, shared among up to `jobs` worker processes;
     bad records become problems. With `cache`, what is read of each log is kept for the next build, and
     what was kept of the logs unchanged since the last is used instead of reading them again. `live`: the
     wall clock of a build made while the campaign runs (`watch`), when a last record still being written
     is no damage (_being_written). `recall`: what a long-lived process keeps of its last build (recall.py),
-    whose runs' traces are taken again for the runs whose rows did not change."""
+    whose runs' traces are taken again for the runs whose rows did not change. `writes` (held by the watcher, with
+    `live`): the files' modification times seen from build to build, kept in the campaign's `writes`."""
     check_logs(logs)
     if cache is not None:
         cache.begin()
@@ -160,6 +193,7 @@ def ingest(logs: Path, exclude: set[Path] | None = None, progress: Progress | No
         _add_events(campaign, reading.events)
     campaign.inputs.sort(key=lambda i: i.path)
     if live is not None:
+        campaign.writes = writes.look(found) if writes is not None else {}
         _being_written(campaign, found, live)
         _at_work(campaign, scanned.sources, found, live)
     if frames:
