@@ -290,13 +290,13 @@ def fingerprint() -> str:
     return total.hexdigest()[:16]
 
 
-# What a long-lived process keeps in memory of its last build's entries (ParseCache.known), in bytes of their
-# pickles (their frames, loaded once and shared, take about as much again).
+# What a long-lived process keeps in memory of its last build's entries (ParseCache.known), in bytes (_size).
 KNOWN_BYTES = 256 << 20
 
 
 def _size(entry: Entry) -> int:
-    return len(entry.value) + len(entry.state or b"")
+    """An entry's bytes in memory: its pickles, and its value again when it is loaded once and shared (its frames)."""
+    return len(entry.value) * (2 if SHARED_FRAMES else 1) + len(entry.state or b"")
 
 
 class ParseCache:
