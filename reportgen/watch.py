@@ -97,6 +97,7 @@ class Watch:
     memo: PageMemo = field(default_factory=PageMemo)  # the pages of the last build (render/memo.py)
     recall: Recall = field(default_factory=Recall)  # what the last build worked out (recall.py)
     writes: WriteTimes = field(default_factory=WriteTimes)  # the logs' modification times seen from build to build
+    polled: bool = False  # LOGS looked at every interval (a network file system: its files' times are another clock's)
     warmed: bool = False  # the charts drawn once here, so that the page workers forked at each build need not import plotly's parts
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # the lot clock's now at each build
     tick: float = TICK  # seconds without a change after which a build that moves with the clock is made again
@@ -167,6 +168,7 @@ def run(watch: Watch, say: Callable[[str], None], stop: threading.Event | None =
     if not poll and (why := needs_polling(watch.logs)):
         say(f"{why}: looking for changes every {watch.interval:g} s")
         poll = True
+    watch.polled = poll
     try:
         _watch(watch, builds, say, poll, stop)
     finally:
@@ -228,6 +230,8 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str, q
     started, now = time.monotonic(), watch.clock()
     if watch.cache and watch.parse_cache is None:
         watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
+        if watch.parse_cache is not None:  # a polled file system's times are not this machine's kernel's
+            watch.parse_cache.signatures.trusted = not watch.polled
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
                       jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall,

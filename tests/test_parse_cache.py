@@ -247,10 +247,16 @@ def test_a_file_unchanged_since_a_look_a_tick_after_its_change_keeps_its_signatu
     signatures, taken = _counted_signatures(monkeypatch, 10 * 10**9)  # looked at 10 s after the file was written
     first = signatures.of(path, b"")
     assert signatures.of(path, b"") == first == cache_module.signature(path, b"") and taken == [path, path]
-    # Counter-example: rewritten in place to the same size, its modification time put back: its change time is not.
+    # Counter-example: rewritten in place to the same size, its modification time put back: its change time is not
+    # (put again until the kernel's coarser clock, on some systems a few ms a tick, has moved on).
     stat = path.stat()
     path.write_bytes(b"x" * 199_999 + b"y")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    for _ in range(300):
+        if path.stat().st_ctime_ns != stat.st_ctime_ns:
+            break
+        time.sleep(0.01)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert signatures.of(path, b"") != first and len(taken) == 3
     # A file the last build did not ask of is forgotten: looked at anew when it is back.
     signatures.begin()
@@ -268,6 +274,24 @@ def test_a_file_looked_at_within_a_tick_of_its_change_is_looked_at_again(tmp_pat
     signatures.of(path, b"")
     assert taken == [path, path]
     assert signatures.of(tmp_path / "gone.log", b"") is None
+    # Its modification time put an hour back: its change time, now, still says it just changed.
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    signatures.of(path, b"")
+    signatures.of(path, b"")
+    assert len(taken) == 4
+
+
+def test_a_file_system_whose_times_are_not_trusted_has_every_signature_taken_anew(tmp_path, monkeypatch):
+    """Counter-example: a polled (network) file system's times are another machine's clock's, in whole seconds for
+    some: with `trusted` False, a file unchanged for a long time is looked at at every build all the same."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 1000)
+    signatures, taken = _counted_signatures(monkeypatch, 10 * 10**9)
+    signatures.trusted = False
+    signatures.of(path, b"")
+    signatures.of(path, b"")
+    assert taken == [path, path]
 
 
 @pytest.mark.parametrize("campaign", ["trainer-restart", "trainer-tb-only", "plain-prints"])
@@ -731,8 +755,28 @@ def test_a_reading_held_in_memory_shares_its_frames_and_a_build_that_changes_the
     # The frame's data is the kept one's until it is written to (copy-on-write), not a copy made at each load.
     assert np.shares_memory(again["frames"][0]["step"].to_numpy(), held["step"].to_numpy())
     # What is written to the disk is the entry's pickle alone, loaded as an entry not held in memory.
+    assert set(entry.__getstate__()) == {"signature", "value", "state"}
     back = pickle.loads(pickle.dumps(entry))
     assert back == entry and not back.shared and back._apart is None
+
+
+@pytest.mark.skipif(not cache_module.SHARED_FRAMES, reason="frames are shared under pandas' copy-on-write (pandas 3)")
+def test_a_watchers_cache_shares_the_frames_of_the_entries_it_holds_and_lets_go_of_those_it_drops(tmp_path):
+    logs = tmp_path / "logs"
+    for run in ("a", "b"):
+        event_log(logs / run / "events.jsonl", run=run)
+    watching = open_cache(logs, write_every=3600)
+    ingest(logs, cache=watching)
+    ingest(logs, cache=watching)  # each held entry loaded: its frames kept apart, shared from now on
+    held = {key[1]: entry for key, entry in watching.known.values()}
+    assert all(entry.shared and entry._apart is not None for entry in held.values())
+    # What a held entry costs: its pickles, and its value again for its frames loaded once.
+    assert watching.known_bytes == sum(2 * len(e.value) + len(e.state or b"") for e in held.values())
+    shutil.rmtree(logs / "b")
+    ingest(logs, cache=watching)
+    gone = held["b/events.jsonl"]
+    assert "b/events.jsonl" not in {key[1] for key, _ in watching.known.values()}
+    assert not gone.shared and gone._apart is None  # let go: nothing of it held
 
 
 def test_an_entry_not_held_in_memory_is_loaded_whole_at_each_use():

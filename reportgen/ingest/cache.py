@@ -80,7 +80,7 @@ def signature(path: Path, head: bytes) -> Signature | None:
 
 
 # How long after a file last changed its times are trusted to tell a later change: the coarsest clock tick of a
-# file system that keeps them (FAT's 2 s), with room for the clocks of a network file system.
+# local file system that keeps them (FAT's 2 s), and a second more.
 TICK_NS = 3_000_000_000
 
 
@@ -90,16 +90,22 @@ class Signatures:
     after the file's last change, has the signature taken then: its ends are not read and hashed again (a
     campaign's hundreds of unchanged logs, at every build). A file that changed within a tick of the look could
     have changed again within the same tick, unseen by its times: its signature is taken anew, as it is for
-    any file whose status differs. The change time is the kernel's, set at every write and not settable by a
-    program: a file written to in place, its modification time put back, differs there."""
+    any file whose status differs. On a local file system the change time is the kernel's, from this machine's
+    clock, set at every write and not settable by a program: a file written to in place, its modification time
+    put back, differs there. A network file system's times come from another machine's clock, in whole seconds
+    for some (SSHFS): with `trusted` False (`watch` on a file system it polls) every signature is taken anew."""
 
-    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(self, clock: Callable[[], int] = time.time_ns, trusted: bool = True) -> None:
         self._clock = clock  # the wall clock, in ns since the epoch, as the files' times are
+        self.trusted = trusted
         self._looked: dict[Path, tuple[tuple[int, ...], Signature]] = {}
         self._asked: set[Path] = set()  # the files asked of since `begin`
 
     def of(self, path: Path, head: bytes) -> Signature | None:
         """signature(path, head), the last look's when the file's status says it is unchanged since."""
+        if not self.trusted:
+            return signature(path, head)
+        at = self._clock()  # before the status: a look taken later than the status could make a change look older
         try:
             held = os.stat(path)
         except OSError:
@@ -109,7 +115,6 @@ class Signatures:
         looked = self._looked.get(path)
         if looked is not None and looked[0] == status:
             return looked[1]
-        at = self._clock()
         taken = signature(path, head)
         if taken is None or taken.size != held.st_size or taken.mtime_ns != held.st_mtime_ns or taken.inode != held.st_ino:
             self._looked.pop(path, None)  # changed while it was looked at
@@ -206,8 +211,10 @@ def read_to_lines(path: Path, data: bytes) -> ReadTo:
     return ReadTo.of(path, body, data[:EDGE], data[max(0, body - EDGE):body])
 
 
-# pandas 3 copies a frame's data when it is written to, whatever else shares it (copy-on-write): a kept reading's
-# frames can be shared by the builds that load it, each given frames of its own over the same data.
+# pandas 3 copies a frame's data when it is written to through pandas, whatever else shares it (copy-on-write): a
+# kept reading's frames can be shared by the builds that load it, each given frames of its own over the same data.
+# (Writing into an array taken from a frame's `.array` bypasses it; reportgen writes into no array of a frame it
+# did not make.)
 SHARED_FRAMES = int(pd.__version__.split(".")[0]) >= 3
 
 
@@ -242,8 +249,8 @@ class Entry:
     reads on from (both pickled, loaded only when used, so each use gets objects of its own).
 
     An entry a long-lived process holds in memory (`shared`) keeps its value loaded once, its frames apart: each
-    use then loads the rest and gets frames of its own over the kept frames' data, which pandas copies before any
-    change (SHARED_FRAMES). The frames are most of a reading; loading them anew at every build was most of
+    use then loads the rest and gets frames of its own over the kept frames' data, which pandas copies before a
+    change made through it (SHARED_FRAMES). The frames are most of a reading; loading them anew at every build was most of
     what an unchanged log cost."""
 
     signature: Signature | tuple  # a folder's: each of its files with its signature
