@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import SAMPLE_LOGS, SAMPLE_PLAN
 
-from reportgen.analysis.variance import recent_pace
+from reportgen.analysis.variance import recent_pace, stretch_pace, wall_pace
 from reportgen.build import prepare
 from reportgen.cli import cli
 from reportgen.ingest import WRITING_SECONDS, WriteTimes, ingest
@@ -1024,3 +1024,51 @@ def test_the_watcher_keeps_each_logs_modification_times_as_it_saw_them_change(tm
     assert seen_at(500) == [500]
     assert writes.look({}) == {} and seen_at(700) == [700]
     assert seen_at(*range(701, 800)) == list(range(800 - WriteTimes.KEEP, 800))
+
+
+def _resumed(down: pd.Timedelta, after: range) -> pd.DataFrame:
+    """A run at 36 s a step over steps 0 to 1,000, down for `down`, then resumed under its own name from its
+    checkpoint at step 800, logging the steps `after` at the same pace."""
+    start = pd.Timestamp("2026-11-03T00:00:00+09:00")
+    before = [(start + pd.Timedelta(seconds=36 * step), step) for step in range(0, 1001, 10)]
+    restart = before[-1][0] + down
+    rows = before + [(restart + pd.Timedelta(seconds=36 * (step - 800)), step) for step in after]
+    return pd.DataFrame({"ts": [t for t, _ in rows], "step": [s for _, s in rows], "path": "run/log.csv",
+                         "line": range(2, len(rows) + 2)})
+
+
+def test_the_pace_of_a_run_resumed_under_its_own_name_leaves_out_the_time_it_was_down():
+    """Down two hours after step 1,000, resumed from step 800 and back at step 1,000 at its 36 s a step: from its
+    first row to its last it took 50.4 s a step (the two hours and the 200 steps done again), and its steps left
+    would be projected 40% late. Its pace is that of its stretch since the restart: 36 s, from step 800."""
+    frame = _resumed(pd.Timedelta(hours=2), range(800, 1001, 10))
+    assert wall_pace(frame).seconds_per_step == pytest.approx(50.4)
+    pace = stretch_pace(frame)
+    assert pace.seconds_per_step == pytest.approx(36) and (pace.first.step, pace.last.step) == (800, 1000)
+    assert pace.first.evidence.line == 2 + 101  # the first row after the restart
+
+
+def test_a_run_whose_steps_never_went_back_or_just_did_is_paced_over_its_whole_run():
+    """Counter-examples: a run that never went back has its whole run's pace; one that logged a single row since
+    its restart has no pace of that stretch yet, and keeps its whole run's."""
+    never = _resumed(pd.Timedelta(0), range(0))
+    assert stretch_pace(never) == wall_pace(never) and stretch_pace(never).seconds_per_step == pytest.approx(36)
+    just = _resumed(pd.Timedelta(hours=2), range(800, 801))
+    assert stretch_pace(just) == wall_pace(just)
+
+
+def test_the_clock_projects_a_run_resumed_under_its_own_name_at_its_pace_since_the_restart(tmp_path):
+    """lora-r16-2 (at step 1,330) is down two hours, then resumed from its checkpoint at step 1,200 under its own
+    name and logs steps 1,200 to 1,300 at 30 s a step: its 1,700 steps left are projected at that pace, not at its
+    first-to-last pace with the two hours in it."""
+    logs = live_logs(tmp_path)
+    log = logs / "runs" / "lora-r16-2" / "events.jsonl"
+    at = datetime.fromisoformat(json.loads(log.read_text(encoding="utf-8").splitlines()[-1])["ts"]) + timedelta(hours=2)
+    with log.open("a", encoding="utf-8") as handle:
+        for step in range(1200, 1301, 10):
+            stamp = (at + timedelta(seconds=30 * (step - 1200))).isoformat(timespec="milliseconds")
+            handle.write(json.dumps({"ts": stamp, "type": "metric", "run": "lora-r16-2", "step": step,
+                                     "metrics": {"loss": 1.45}}) + "\n")
+    train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
+    assert train["basis"].startswith("lora-r16-2: 1,700 steps left of 3,000 (its config's steps) at its 30 s a step "
+                                     "(steps 1,200 to 1,300, evaluations and checkpoints included)"), train["basis"]

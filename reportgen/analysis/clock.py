@@ -34,7 +34,7 @@ from reportgen.analysis.variance import (
     RECENT_SHARE,
     WallPace,
     recent_pace,
-    wall_pace,
+    stretch_pace,
 )
 from reportgen.model import Campaign, Evidence, Run, Status
 from reportgen.numbers import duration, figure, listed, median
@@ -152,7 +152,7 @@ def lot_clock(plan: Plan, campaign: Campaign, schedule: ScheduleReport, statuses
     of a variant measured already takes its measured pace)."""
     now = now.astimezone(schedule.window.start.tzinfo)  # told in the plan's time zone
     frames = campaign.frames_by_run()
-    paces = cache(lambda run_id: wall_pace(frames.get(run_id)))  # only the runs of steps under way are measured
+    paces = cache(lambda run_id: stretch_pace(frames.get(run_id)))  # only the runs of steps under way are measured
     recent = cache(lambda run_id: recent_pace(frames.get(run_id)))
     spans = schedule.lots
     lot_of = {gpu: span for span in spans for gpu in span.gpus}  # every rented GPU, with its lot
@@ -391,10 +391,12 @@ def _last_step_row(frame: pd.DataFrame | None) -> Evidence | None:
 def _run_end(run: Run, step: ScheduleStep, own: WallPace | None, recent: WallPace | None,
              others: list[tuple[str, WallPace]], now: datetime) -> tuple[datetime, str, list[Evidence]] | str:
     """When a run still going ends: its steps left at its pace (else another run's of its step), with what says
-    so; else why it cannot be told. Its own pace is the slower of its whole run's and its recent one's
-    (recent_pace, when slower by more than RECENT_MARGIN): a run that slowed down (a slower stage, a GPU shared
-    or throttled) is projected at the pace it goes now, not at an average its fast start holds down; one that
-    sped up after a slow start keeps its whole run's pace, the later end, until that pace catches up."""
+    so; else why it cannot be told. Its own pace is the slower of its whole run's (since its steps last went
+    back: stretch_pace) and its recent one's (recent_pace, when slower by more than RECENT_MARGIN): a run that
+    slowed down (a slower stage, a GPU shared or throttled) is projected at the pace it goes now, not at an
+    average its fast start holds down; one that sped up after a slow start keeps its whole run's pace, the later
+    end, until that pace catches up; one resumed under its own name from an earlier checkpoint is not slowed by
+    the time it was down."""
     total = total_steps(run, step)
     if total is None or run.last_step is None:
         return (f"{run.id} logs no total of steps (no max_steps or like it in its sources or config, no steps for "

@@ -150,6 +150,30 @@ RECENT_SHARE = 0.25
 RECENT_MARGIN = 1.1
 
 
+def stretch_pace(frame: pd.DataFrame | None) -> WallPace | None:
+    """A run's wall-clock pace over its latest stretch, evaluations and checkpoints included: from the first timed
+    row after its steps last went back (a resume from an earlier checkpoint under the same name: the time it was
+    down and the steps it did again are no pace of its) to its last row. The whole run's (wall_pace) when its steps
+    never went back, or when the stretch since holds fewer than two timed steps."""
+    timed = _timed_rows(frame)
+    if timed is None:
+        return None
+    at, rows = timed
+    steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
+    stretch = _latest_stretch(at, steps, rows)
+    if len(stretch) == len(rows) or len(np.unique(steps[stretch])) < 2:
+        return wall_pace(frame)
+    return _pace(frame, stretch[0], stretch[-1])
+
+
+def _latest_stretch(at: np.ndarray, steps: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The timed rows `rows` of a run (its rows' times `at` and steps `steps`) since its steps last went back, in
+    time order (all of them when they never did)."""
+    rows = rows[np.argsort(at[rows], kind="stable")]  # in time order
+    back = np.flatnonzero(np.diff(steps[rows]) < 0)
+    return rows[back[-1] + 1:] if len(back) else rows
+
+
 def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
     """A run's wall-clock pace over the last RECENT_SHARE of the time it has logged over since its steps last went
     back (a resume from an earlier checkpoint under the same name: the rows before it are of another stretch),
@@ -160,10 +184,7 @@ def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
         return None
     at, rows = timed
     steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
-    rows = rows[np.argsort(at[rows], kind="stable")]  # in time order
-    back = np.flatnonzero(np.diff(steps[rows]) < 0)
-    if len(back):
-        rows = rows[back[-1] + 1:]
+    rows = _latest_stretch(at, steps, rows)
     last = rows[-1]
     since = at[last] - (at[last] - at[rows[0]]) * RECENT_SHARE
     inside = rows[(at[rows] >= since) & (steps[rows] < steps[last])]
