@@ -155,23 +155,26 @@ def stretch_pace(frame: pd.DataFrame | None) -> WallPace | None:
     row after its steps last went back (a resume from an earlier checkpoint under the same name: the time it was
     down and the steps it did again are no pace of its) to its last row. The whole run's (wall_pace) when its steps
     never went back, or when the stretch since holds fewer than two timed steps."""
+    latest = _latest_stretch(frame)
+    if latest is None:
+        return None
+    at, steps, stretch, whole = latest
+    if whole or len(np.unique(steps[stretch])) < 2:
+        return wall_pace(frame)
+    return _pace(frame, stretch[0], stretch[-1])
+
+
+def _latest_stretch(frame: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """A run's rows' times and steps, the positions of its timed rows since its steps last went back, in time
+    order, and whether those are all of them (its steps never went back); None when no row has a time and a step."""
     timed = _timed_rows(frame)
     if timed is None:
         return None
     at, rows = timed
     steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
-    stretch = _latest_stretch(at, steps, rows)
-    if len(stretch) == len(rows) or len(np.unique(steps[stretch])) < 2:
-        return wall_pace(frame)
-    return _pace(frame, stretch[0], stretch[-1])
-
-
-def _latest_stretch(at: np.ndarray, steps: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The timed rows `rows` of a run (its rows' times `at` and steps `steps`) since its steps last went back, in
-    time order (all of them when they never did)."""
     rows = rows[np.argsort(at[rows], kind="stable")]  # in time order
     back = np.flatnonzero(np.diff(steps[rows]) < 0)
-    return rows[back[-1] + 1:] if len(back) else rows
+    return (at, steps, rows[back[-1] + 1:], False) if len(back) else (at, steps, rows, True)
 
 
 def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
@@ -179,12 +182,10 @@ def recent_pace(frame: pd.DataFrame | None) -> WallPace | None:
     back (a resume from an earlier checkpoint under the same name: the rows before it are of another stretch),
     evaluations and checkpoints in it included: from the first timed row of that part with an earlier step to its
     last row. None when that part holds no earlier step (one long gap is no pace) or without two timed steps."""
-    timed = _timed_rows(frame)
-    if timed is None:
+    latest = _latest_stretch(frame)
+    if latest is None:
         return None
-    at, rows = timed
-    steps = frame["step"].to_numpy(dtype="float64", na_value=np.nan)
-    rows = _latest_stretch(at, steps, rows)
+    at, steps, rows, _whole = latest
     last = rows[-1]
     since = at[last] - (at[last] - at[rows[0]]) * RECENT_SHARE
     inside = rows[(at[rows] >= since) & (steps[rows] < steps[last])]
