@@ -113,6 +113,7 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
       reportgen build logs/ plan.yaml -o site/ --single-file   # also site/report.html
       reportgen build logs/ plan.yaml --strict                  # fail on any warning (CI)
     """
+    from reportgen.analysis.clock import NEWEST_LOG_TIME
     from reportgen.build import build as run_build
 
     progress = Progress(quiet)
@@ -124,6 +125,12 @@ def build(logs: Path, plan: Path, out: Path, templates: Path | None, single_file
     if not quiet:
         for line in warning_lines(warnings):
             click.echo(line, err=True)
+        clock = report.get("clock") or {}
+        if clock.get("running") and clock.get("now_basis") == NEWEST_LOG_TIME:
+            click.echo(f"the lot is still open at {NEWEST_LOG_TIME} ({clock['now'][:16].replace('T', ' ')}), with work left: "
+                       "the site shows the lot clock then, and runs with no end logged at work; for the closing report "
+                       "after the lot, set SOURCE_DATE_EPOCH to its time (during the lot, `reportgen watch` keeps the "
+                       "clock on the wall clock)", err=True)
         problems = len(report["problems"])
         click.echo(
             f"{out}/index.html: {report['campaign']['id']}, verdict {report['campaign']['verdict']}; "

@@ -1072,3 +1072,24 @@ def test_the_clock_projects_a_run_resumed_under_its_own_name_at_its_pace_since_t
     train = next(s for s in clock_of(logs)["steps"] if s["id"] == "train-r16")
     assert train["basis"].startswith("lora-r16-2: 1,700 steps left of 3,000 (its config's steps) at its 30 s a step "
                                      "(steps 1,200 to 1,300, evaluations and checkpoints included)"), train["basis"]
+
+
+def test_a_build_whose_logs_end_inside_the_lot_says_how_to_make_the_closing_report(tmp_path, monkeypatch):
+    """Without SOURCE_DATE_EPOCH a build's now is the newest time in the logs: cut inside the lot, with work left,
+    the site shows the clock then and runs with no end at work. The terminal says so, and what makes the closing
+    report. Counter-examples: with SOURCE_DATE_EPOCH (a now the user chose, inside the lot here), and the finished
+    sample, nothing is said."""
+    logs = live_logs(tmp_path)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    said = CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(tmp_path / "site")])
+    assert said.exit_code == 0
+    assert ("the lot is still open at the newest time in the logs (2026-11-03 09:59), with work left: the site shows "
+            "the lot clock then, and runs with no end logged at work; for the closing report after the lot, set "
+            "SOURCE_DATE_EPOCH to its time") in said.stderr, said.stderr
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(datetime.fromisoformat("2026-11-03T12:00:00+09:00").timestamp())))
+    chosen = CliRunner().invoke(cli, ["build", str(logs), str(logs / "plan.yaml"), "-o", str(tmp_path / "site")])
+    assert chosen.exit_code == 0 and "the lot is still open" not in chosen.stderr
+    assert json.loads((tmp_path / "site" / "report.json").read_text(encoding="utf-8"))["clock"]["running"]
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    sample = CliRunner().invoke(cli, ["build", str(SAMPLE_LOGS), str(SAMPLE_PLAN), "-o", str(tmp_path / "sample")])
+    assert sample.exit_code == 0 and "the lot is still open" not in sample.stderr

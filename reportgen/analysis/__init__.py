@@ -13,7 +13,13 @@ from reportgen.analysis.checkpoints import (
     checkpoints_report,
     run_checkpoints,
 )
-from reportgen.analysis.clock import WALL_CLOCK, Clock, lot_clock, newest_time
+from reportgen.analysis.clock import (
+    NEWEST_LOG_TIME,
+    WALL_CLOCK,
+    Clock,
+    lot_clock,
+    newest_time,
+)
 from reportgen.analysis.decisions import PointStatus, decision_points
 from reportgen.analysis.deliverables import (
     OUTPUT_KIND,
@@ -239,9 +245,9 @@ def analyse(plan: Plan, campaign: Campaign, checks: list[DeliverableCheck] | Non
     part("next campaign")
     upcoming = next_campaign(plan, campaign, schedule, runs, checkpoints, variance, results, ledger, map_runs, recall)
     newest = newest_time(campaign)
-    when, basis = now or (newest, "the newest time in the logs")
+    when, basis = now or (newest, NEWEST_LOG_TIME)
     if when is not None and newest is not None and basis == "SOURCE_DATE_EPOCH" and when < newest:
-        when, basis = newest, "the newest time in the logs (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
+        when, basis = newest, f"{NEWEST_LOG_TIME} (SOURCE_DATE_EPOCH is older)"  # the logs went on past it
     clock = lot_clock(plan, campaign, schedule, statuses, dropped, when, basis, run_variants) if when is not None else None
     left_there = on_machine(campaign, checkpoints, deliverables)
     return Analysis(

@@ -46,6 +46,7 @@ OPTIONAL_CATEGORIES = ("useful", "exploratory")
 
 # What the now of a live build (`watch`) is, as report.json names it (clock.now_basis).
 WALL_CLOCK = "the wall clock"
+NEWEST_LOG_TIME = "the newest time in the logs"  # a build's now without SOURCE_DATE_EPOCH
 
 
 @dataclass(frozen=True)
