@@ -282,6 +282,24 @@ def test_a_file_looked_at_within_a_tick_of_its_change_is_looked_at_again(tmp_pat
     assert len(taken) == 4
 
 
+def test_a_file_that_changed_while_it_was_looked_at_is_looked_at_again(tmp_path, monkeypatch):
+    """Counter-example: the file grew between its status and the read of its ends (its signature's size is not the
+    status's): what was read is not kept for the status, and the next look reads it again."""
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 1000)
+    signatures, taken = _counted_signatures(monkeypatch, 10 * 10**9)
+    counted = cache_module.signature  # the signature as _counted_signatures counts it
+
+    def grown(path: Path, head: bytes) -> cache_module.Signature:
+        now = counted(path, head)
+        return cache_module.Signature(now.size + 10, now.mtime_ns, now.inode, now.head, now.tail)
+
+    monkeypatch.setattr(cache_module, "signature", grown)
+    signatures.of(path, b"")
+    signatures.of(path, b"")
+    assert taken == [path, path]
+
+
 def test_a_file_system_whose_times_are_not_trusted_has_every_signature_taken_anew(tmp_path, monkeypatch):
     """Counter-example: a polled (network) file system's times are another machine's clock's, in whole seconds for
     some: with `trusted` False, a file unchanged for a long time is looked at at every build all the same."""
