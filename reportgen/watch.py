@@ -229,9 +229,8 @@ def _build(watch: Watch, builds: Builds, say: Callable[[str], None], why: str, q
     its site moves on with the clock (ticking); for a build that failed, `moved`: as the last good one."""
     started, now = time.monotonic(), watch.clock()
     if watch.cache and watch.parse_cache is None:
-        watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY)
-        if watch.parse_cache is not None:  # a polled file system's times are not this machine's kernel's
-            watch.parse_cache.signatures.trusted = not watch.polled
+        # A polled file system's times are another machine's clock's: they do not tell an unchanged file.
+        watch.parse_cache = open_cache(watch.logs, write_every=WRITE_EVERY, trust_times=not watch.polled)
     try:
         built = build(watch.logs, watch.plan, watch.out, templates=watch.templates, single_file=watch.single_file,
                       jobs=watch.jobs, now=now, cache=watch.parse_cache or False, memo=watch.memo, recall=watch.recall,

@@ -123,7 +123,7 @@ class WriteTimes:
     once a minute during the lot, so a log written more often than the watcher looks is seen at the watcher's
     pace: its times tell how often it was seen changing, never more often than it was written."""
 
-    KEEP = 51  # times kept of each log: its last 50 intervals
+    KEEP = 51  # times kept of each log: its last 50 intervals, as many as the silent alert looks at (SILENT_RECENT)
 
     def __init__(self) -> None:
         self._seen: dict[str, list[datetime]] = {}

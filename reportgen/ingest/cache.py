@@ -116,12 +116,13 @@ class Signatures:
         if looked is not None and looked[0] == status:
             return looked[1]
         taken = signature(path, head)
-        if taken is None or taken.size != held.st_size or taken.mtime_ns != held.st_mtime_ns or taken.inode != held.st_ino:
-            self._looked.pop(path, None)  # changed while it was looked at
-        elif at - max(held.st_mtime_ns, held.st_ctime_ns) >= TICK_NS:
+        # Kept for the status only when the file did not change while it was looked at, nor within a tick of the look.
+        steady = (taken is not None and (taken.size, taken.mtime_ns, taken.inode) == (held.st_size, held.st_mtime_ns, held.st_ino)
+                  and at - max(held.st_mtime_ns, held.st_ctime_ns) >= TICK_NS)
+        if steady:
             self._looked[path] = (status, taken)
         else:
-            self._looked.pop(path, None)  # changed within a tick of the look: looked at again next time
+            self._looked.pop(path, None)
         return taken
 
     def begin(self) -> None:
@@ -265,6 +266,12 @@ class Entry:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, shared=False, _apart=None)
 
+    def share(self, held: bool) -> None:
+        """Held in memory from build to build (its value then loaded once, its frames shared), or let go."""
+        self.shared = held
+        if not held:
+            self._apart = None
+
     def loaded(self) -> Any:
         if not (self.shared and SHARED_FRAMES):
             return pickle.loads(self.value)
@@ -319,7 +326,7 @@ class ParseCache:
     (a campaign's hundreds of small logs); an entry beyond that is read from the disk when used (a 1.2 M-row
     TensorBoard run's is 150 MB, whose unpickling takes longer than its reading)."""
 
-    def __init__(self, folder: Path, write_every: float = 0.0):
+    def __init__(self, folder: Path, write_every: float = 0.0, trust_times: bool = True):
         self.folder = folder
         self.write_every = write_every
         self.used: set[str] = set()
@@ -330,7 +337,7 @@ class ParseCache:
         self.known: dict[str, tuple[tuple[str, str, str], Entry]] = {}
         self.known_bytes = 0
         self.written: dict[str, float] = {}  # when each entry was last written (time.monotonic)
-        self.signatures = Signatures()  # the files' signatures, taken once while they do not change
+        self.signatures = Signatures(trusted=trust_times)  # the files' signatures, taken once while they do not change
 
     def begin(self) -> None:
         """A build begins: what it uses and reads is counted anew."""
@@ -366,11 +373,11 @@ class ParseCache:
         if name in self.known:
             gone = self.known.pop(name)[1]
             self.known_bytes -= _size(gone)
-            gone.shared, gone._apart = False, None
+            gone.share(False)
         if entry is not None and self.write_every and self.known_bytes + _size(entry) <= KNOWN_BYTES:
             self.known[name] = (key, entry)
             self.known_bytes += _size(entry)
-            entry.shared = True
+            entry.share(True)
 
     def put(self, kind: str, rel: str, context: str, entry: Entry) -> None:
         """Keep an entry: written now, or held until `write_every` has passed since it was last written."""
@@ -424,10 +431,11 @@ def enabled() -> bool:
     return os.environ.get("REPORTGEN_CACHE", "").strip().lower() not in {"off", "0", "no"}
 
 
-def open_cache(logs: Path, write_every: float = 0.0) -> ParseCache | None:
+def open_cache(logs: Path, write_every: float = 0.0, trust_times: bool = True) -> ParseCache | None:
     """The parse cache of a LOGS folder in the user's cache folder; the caches of other fingerprints (an
     earlier reportgen, other library versions) are thrown away. None when it is turned off or no
-    private folder can be had. `write_every`: see ParseCache (a long-lived process's)."""
+    private folder can be had. `write_every`: see ParseCache (a long-lived process's); `trust_times`: whether the
+    files' times tell an unchanged file (Signatures.trusted: not on a network file system)."""
     if not enabled():
         return None
     current = fingerprint()
@@ -452,4 +460,4 @@ def open_cache(logs: Path, write_every: float = 0.0) -> ParseCache | None:
                 shutil.rmtree(other, ignore_errors=True)
     except OSError:
         pass
-    return ParseCache(folder, write_every)
+    return ParseCache(folder, write_every, trust_times)

@@ -81,7 +81,9 @@ def _quote(logs: Path, root: Path, rel: str, lines: set[int], context: int, camp
         if campaign is not None:
             out[rel] = _records(rel, wanted, campaign)
         return
-    now = None if recall is None else signatures.of(path, b"") if signatures is not None else signature(path, b"")
+    now = None
+    if recall is not None:
+        now = signatures.of(path, b"") if signatures is not None else signature(path, b"")
     if now is None:
         out[rel] = _quoted(path, wanted, context)
         return
